@@ -1,0 +1,117 @@
+//! The engine's error type.
+
+use std::path::PathBuf;
+
+/// Everything that can go wrong while writing, opening or querying a snapshot.
+///
+/// Variants carry the offending value and where it was found (`path`, `run_id`, `column`,
+/// `field`), so a message is enough to find and fix the cause.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum EngineError {
+    /// A file or folder could not be read or written.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file or folder.
+        path: PathBuf,
+        /// The underlying error.
+        source: std::io::Error,
+    },
+    /// A snapshot file exists but its content is not what the manifest or the format promises
+    /// (truncated, bit-flipped, wrong checksum, missing column, wrong type).
+    #[error("corrupt snapshot file {path}: {reason}")]
+    Corrupt {
+        /// The file.
+        path: PathBuf,
+        /// What does not match.
+        reason: String,
+    },
+    /// The run was written by a format version this engine does not know.
+    #[error("unsupported snapshot format_version {found} (this engine reads {supported:?})")]
+    UnsupportedFormat {
+        /// The version found in the manifest.
+        found: u32,
+        /// The versions this build reads.
+        supported: &'static [u32],
+    },
+    /// There is no published run to serve (no `LATEST`, or it names nothing).
+    #[error("no published run under {root}: {reason}")]
+    NotReady {
+        /// The snapshot root.
+        root: PathBuf,
+        /// Why.
+        reason: String,
+    },
+    /// A caller argument is outside its allowed range.
+    #[error("invalid {field} = {value}: expected {expected}")]
+    InvalidArgument {
+        /// The argument name as the caller wrote it.
+        field: &'static str,
+        /// The value given.
+        value: String,
+        /// What is allowed.
+        expected: &'static str,
+    },
+    /// The query was embedded in another vector space than the run's report embeddings.
+    #[error(
+        "embedder mismatch: the run's reports were embedded by {run_model} (dim {run_dim}), the query by {query_model} (dim {query_dim})"
+    )]
+    EmbedderMismatch {
+        /// Model named in the run's manifest.
+        run_model: String,
+        /// Dimension named in the run's manifest.
+        run_dim: usize,
+        /// Model of the query vector.
+        query_model: String,
+        /// Dimension of the query vector.
+        query_dim: usize,
+    },
+    /// The embedder could not be built or failed on an input.
+    #[error("embedder {model}: {reason}")]
+    Embedder {
+        /// The model name.
+        model: String,
+        /// What went wrong.
+        reason: String,
+    },
+    /// A Parquet or Arrow operation failed on a file.
+    #[error("{path}: {reason}")]
+    Parquet {
+        /// The file.
+        path: PathBuf,
+        /// The reader's or writer's message.
+        reason: String,
+    },
+    /// The visibility store failed.
+    #[error("visibility store {path}: {reason}")]
+    Visibility {
+        /// The SQLite file.
+        path: PathBuf,
+        /// What went wrong.
+        reason: String,
+    },
+    /// A broken internal invariant: a bug in agrag, never bad input.
+    #[error("internal error (a bug in agrag, please report it): {0}")]
+    Internal(String),
+}
+
+/// `Result` with [`EngineError`] as the default error.
+pub type Result<T, E = EngineError> = std::result::Result<T, E>;
+
+impl EngineError {
+    /// Wraps an I/O error with the path it happened on.
+    pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        Self::Io {
+            path: path.into(),
+            source,
+        }
+    }
+
+    /// A [`EngineError::Corrupt`] for `path`.
+    pub fn corrupt(path: impl Into<PathBuf>, reason: impl Into<String>) -> Self {
+        Self::Corrupt {
+            path: path.into(),
+            reason: reason.into(),
+        }
+    }
+}

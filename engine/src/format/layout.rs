@@ -1,0 +1,160 @@
+//! Where things live under a snapshot root, and the atomic `LATEST` pointer.
+
+use std::fs::{self, File};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use crate::error::{EngineError, Result};
+
+/// Name of the pointer file at the root.
+pub const LATEST_FILE: &str = "LATEST";
+/// Folder of runs at the root.
+pub const RUNS_DIR: &str = "runs";
+/// Live visibility store at the root (outside `runs/`: it outlives every run).
+pub const VISIBILITY_FILE: &str = "visibility.sqlite";
+/// Prefix of a run folder that is still being written; never served, removed by `gc`.
+pub const STAGING_PREFIX: &str = ".staging-";
+
+/// Paths of one snapshot root.
+///
+/// ```text
+/// <root>/LATEST                      run id of the newest complete run
+/// <root>/runs/<run_id>/              one complete run (write-once)
+/// <root>/runs/.staging-<run_id>/     a run being written (never served)
+/// <root>/visibility.sqlite           live visibility flags
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Layout {
+    root: PathBuf,
+}
+
+impl Layout {
+    /// A layout rooted at `root` (nothing is touched on disk).
+    pub fn new(root: impl Into<PathBuf>) -> Self {
+        Self { root: root.into() }
+    }
+
+    /// The root folder.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// `<root>/LATEST`.
+    pub fn latest_path(&self) -> PathBuf {
+        self.root.join(LATEST_FILE)
+    }
+
+    /// `<root>/runs`.
+    pub fn runs_dir(&self) -> PathBuf {
+        self.root.join(RUNS_DIR)
+    }
+
+    /// `<root>/runs/<run_id>`.
+    pub fn run_dir(&self, run_id: &str) -> PathBuf {
+        self.runs_dir().join(run_id)
+    }
+
+    /// `<root>/runs/.staging-<run_id>`.
+    pub fn staging_dir(&self, run_id: &str) -> PathBuf {
+        self.runs_dir().join(format!("{STAGING_PREFIX}{run_id}"))
+    }
+
+    /// `<root>/visibility.sqlite`.
+    pub fn visibility_path(&self) -> PathBuf {
+        self.root.join(VISIBILITY_FILE)
+    }
+
+    /// The run id `LATEST` names, or `None` when there is no `LATEST`.
+    ///
+    /// # Errors
+    /// [`EngineError::Io`] when it exists but cannot be read; [`EngineError::Corrupt`] when its
+    /// content is not a run id.
+    pub fn read_latest(&self) -> Result<Option<String>> {
+        let path = self.latest_path();
+        match fs::read_to_string(&path) {
+            Ok(s) => {
+                let id = s.trim();
+                if !is_valid_run_id(id) {
+                    return Err(EngineError::corrupt(&path, format!("{id:?} is not a run id")));
+                }
+                Ok(Some(id.to_owned()))
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(EngineError::io(path, e)),
+        }
+    }
+
+    /// Points `LATEST` at `run_id` atomically: write a temporary file in the root, sync it,
+    /// rename it over `LATEST`, sync the root folder. A reader sees the old or the new id, never
+    /// a partial one.
+    ///
+    /// # Errors
+    /// [`EngineError::InvalidArgument`] when `run_id` is not a run id or its folder is missing;
+    /// [`EngineError::Io`] on any file-system failure (then `LATEST` is unchanged).
+    pub fn write_latest(&self, run_id: &str) -> Result<()> {
+        if !is_valid_run_id(run_id) || !self.run_dir(run_id).is_dir() {
+            return Err(EngineError::InvalidArgument {
+                field: "run_id",
+                value: run_id.to_owned(),
+                expected: "the id of a complete run under runs/",
+            });
+        }
+        let tmp = self
+            .root
+            .join(format!(".{LATEST_FILE}.tmp-{}", std::process::id()));
+        {
+            let mut f = File::create(&tmp).map_err(|e| EngineError::io(&tmp, e))?;
+            f.write_all(format!("{run_id}\n").as_bytes())
+                .and_then(|()| f.sync_all())
+                .map_err(|e| EngineError::io(&tmp, e))?;
+        }
+        let latest = self.latest_path();
+        fs::rename(&tmp, &latest).map_err(|e| EngineError::io(&latest, e))?;
+        sync_dir(&self.root)
+    }
+
+    /// Ids of the complete runs under `runs/` (staging folders excluded), oldest first.
+    ///
+    /// # Errors
+    /// [`EngineError::Io`] when `runs/` exists but cannot be listed.
+    pub fn list_runs(&self) -> Result<Vec<String>> {
+        let dir = self.runs_dir();
+        let entries = match fs::read_dir(&dir) {
+            Ok(e) => e,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(EngineError::io(dir, e)),
+        };
+        let mut ids = Vec::new();
+        for entry in entries {
+            let entry = entry.map_err(|e| EngineError::io(&dir, e))?;
+            if let Some(name) = entry.file_name().to_str()
+                && is_valid_run_id(name)
+                && entry.path().is_dir()
+            {
+                ids.push(name.to_owned());
+            }
+        }
+        ids.sort();
+        Ok(ids)
+    }
+}
+
+/// Whether `s` has the shape of a run id (a UUID string: 36 chars of hex and hyphens).
+pub fn is_valid_run_id(s: &str) -> bool {
+    uuid::Uuid::try_parse(s).is_ok() && s.len() == 36
+}
+
+/// Makes a new sortable run id (UUIDv7: milliseconds since the epoch, then randomness).
+pub fn new_run_id() -> String {
+    uuid::Uuid::now_v7().hyphenated().to_string()
+}
+
+/// `fsync` a folder so that renames inside it are durable.
+///
+/// # Errors
+/// [`EngineError::Io`] when it cannot be opened or synced.
+pub fn sync_dir(dir: &Path) -> Result<()> {
+    File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(|e| EngineError::io(dir, e))
+}

@@ -1,0 +1,99 @@
+//! `manifest.json`: what a run is and which files make it.
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::embed::EmbedderIdentity;
+use crate::error::{EngineError, Result};
+
+/// Manifest file name inside a run folder.
+pub const MANIFEST_FILE: &str = "manifest.json";
+
+/// The manifest of one run: `runs/<run_id>/manifest.json`.
+///
+/// Written last, after every data file is complete and synced; the engine refuses a run whose
+/// files do not match it (missing file, other size, and with [`verify`](crate::format::verify_run)
+/// other checksum).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Manifest {
+    /// Snapshot format version; see [`FORMAT_VERSION`](super::FORMAT_VERSION).
+    pub format_version: u32,
+    /// Sortable run id (UUIDv7, lower-case hyphenated).
+    pub run_id: String,
+    /// Creation time, RFC 3339 UTC.
+    pub created_at: String,
+    /// Parameters of the run (linking, graph, detection), as the pipeline recorded them.
+    pub parameters: serde_json::Value,
+    /// Identity of the embedder of `report_embeddings`.
+    pub embedder: EmbedderIdentity,
+    /// BLAKE3 digest (hex) over the inputs (documents, vocabulary, visibility exclusions).
+    pub input_fingerprint: String,
+    /// Run statistics (counts per phase, detection statistics, seconds per phase).
+    pub stats: serde_json::Value,
+    /// Every file of the run except the manifest itself, sorted by name.
+    pub files: Vec<FileEntry>,
+}
+
+/// One file of a run as the manifest records it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileEntry {
+    /// File name inside the run folder.
+    pub name: String,
+    /// Number of rows of the table it holds.
+    pub rows: u64,
+    /// File size in bytes.
+    pub bytes: u64,
+    /// BLAKE3 digest of the file's bytes, lower-case hex.
+    pub blake3: String,
+}
+
+impl Manifest {
+    /// Reads and parses `dir/manifest.json`, and checks its format version.
+    ///
+    /// # Errors
+    /// [`EngineError::Io`] when it cannot be read, [`EngineError::Corrupt`] when it is not a
+    /// manifest, [`EngineError::UnsupportedFormat`] for an unknown `format_version`.
+    pub fn read(dir: &Path) -> Result<Self> {
+        let path = dir.join(MANIFEST_FILE);
+        let bytes = std::fs::read(&path).map_err(|e| EngineError::io(&path, e))?;
+        Self::parse(&bytes).map_err(|e| match e {
+            EngineError::Corrupt { reason, .. } => EngineError::corrupt(&path, reason),
+            other => other,
+        })
+    }
+
+    /// Parses manifest bytes and checks the format version.
+    ///
+    /// # Errors
+    /// [`EngineError::Corrupt`] (with an empty path) when the bytes are not a manifest,
+    /// [`EngineError::UnsupportedFormat`] for an unknown `format_version`.
+    pub fn parse(bytes: &[u8]) -> Result<Self> {
+        // Look at the version first, so that a future format gets the precise error.
+        let value: serde_json::Value = serde_json::from_slice(bytes)
+            .map_err(|e| EngineError::corrupt("", format!("manifest is not JSON: {e}")))?;
+        let found = value
+            .get("format_version")
+            .and_then(serde_json::Value::as_u64)
+            .ok_or_else(|| EngineError::corrupt("", "manifest has no integer format_version"))?;
+        let found = u32::try_from(found)
+            .map_err(|_| EngineError::corrupt("", format!("format_version {found} is out of range")))?;
+        if !super::SUPPORTED_FORMAT_VERSIONS.contains(&found) {
+            return Err(EngineError::UnsupportedFormat {
+                found,
+                supported: super::SUPPORTED_FORMAT_VERSIONS,
+            });
+        }
+        let manifest: Self = serde_json::from_value(value)
+            .map_err(|e| EngineError::corrupt("", format!("manifest does not parse: {e}")))?;
+        if manifest.embedder.dim == 0 {
+            return Err(EngineError::corrupt("", "embedder.dim is 0"));
+        }
+        Ok(manifest)
+    }
+
+    /// The entry of file `name`, if the run has it.
+    pub fn file(&self, name: &str) -> Option<&FileEntry> {
+        self.files.iter().find(|f| f.name == name)
+    }
+}

@@ -1,0 +1,77 @@
+//! The on-disk contract shared by the pipeline (writer) and the engine (reader).
+//!
+//! A *snapshot root* holds runs; a *run* is a write-once folder of Parquet tables (the contract
+//! data engineers read with polars, pandas, pyarrow or DuckDB), an uncompressed Arrow IPC copy of
+//! the report embeddings (mapped by the engine), and `manifest.json`, which lists every file
+//! with rows, bytes and BLAKE3 checksum. See [`schema`] for every table's columns and
+//! [`layout::Layout`] for the folder layout.
+//!
+//! Writing: [`writer::RunWriter::create`] → `write_parquet` / `write_ipc` → `finish` (manifest,
+//! fsync, rename of the staging folder) → [`layout::Layout::write_latest`] (atomic swap).
+
+pub mod layout;
+pub mod manifest;
+pub mod reader;
+pub mod schema;
+pub mod writer;
+
+use std::path::Path;
+
+pub use layout::{Layout, new_run_id};
+pub use manifest::{FileEntry, Manifest};
+pub use writer::RunWriter;
+
+use crate::error::{EngineError, Result};
+
+/// The snapshot format this build writes. Any change of a table's columns or types bumps it.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// The snapshot formats this build reads.
+pub const SUPPORTED_FORMAT_VERSIONS: &[u32] = &[1];
+
+/// Key of the run id in every file's key-value metadata.
+pub const META_RUN_ID: &str = "run_id";
+/// Key of the format version in every file's key-value metadata.
+pub const META_FORMAT_VERSION: &str = "format_version";
+
+/// How thoroughly [`verify_run`] checks a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verify {
+    /// Every listed file exists with the listed size (cheap: metadata only).
+    Sizes,
+    /// As `Sizes`, and every file's BLAKE3 checksum matches (reads every byte).
+    Checksums,
+}
+
+/// Checks the files of the run in `dir` against its manifest.
+///
+/// # Errors
+/// [`EngineError::Corrupt`] naming the first file that is missing, of another size, or (with
+/// [`Verify::Checksums`]) of another checksum; [`EngineError::Io`] when a file cannot be read.
+pub fn verify_run(dir: &Path, manifest: &Manifest, level: Verify) -> Result<()> {
+    for entry in &manifest.files {
+        let path = dir.join(&entry.name);
+        let meta = std::fs::metadata(&path)
+            .map_err(|e| EngineError::corrupt(&path, format!("listed in the manifest but unreadable: {e}")))?;
+        if meta.len() != entry.bytes {
+            return Err(EngineError::corrupt(
+                &path,
+                format!("size is {} bytes, the manifest says {}", meta.len(), entry.bytes),
+            ));
+        }
+        if level == Verify::Checksums {
+            let mut hasher = blake3::Hasher::new();
+            hasher
+                .update_reader(std::fs::File::open(&path).map_err(|e| EngineError::io(&path, e))?)
+                .map_err(|e| EngineError::io(&path, e))?;
+            let found = hasher.finalize().to_hex().to_string();
+            if found != entry.blake3 {
+                return Err(EngineError::corrupt(
+                    &path,
+                    format!("checksum is {found}, the manifest says {}", entry.blake3),
+                ));
+            }
+        }
+    }
+    Ok(())
+}

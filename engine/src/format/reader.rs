@@ -1,0 +1,132 @@
+//! Reading tables of a run back, with the checks that turn a damaged file into a clear error.
+
+use std::fs::File;
+use std::path::Path;
+
+use arrow_array::{Array, RecordBatch};
+use arrow_schema::Schema;
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+
+use super::META_RUN_ID;
+use crate::error::{EngineError, Result};
+
+/// Reads a whole Parquet table into one batch, checking that every column of `expected` is
+/// present with its type, and (when given) that the file's `run_id` metadata is `run_id`.
+///
+/// # Errors
+/// [`EngineError::Io`] when the file cannot be opened; [`EngineError::Corrupt`] when it is not
+/// Parquet, is truncated, lacks a column, has a column of another type, or belongs to another
+/// run.
+pub fn read_parquet(path: &Path, expected: &Schema, run_id: Option<&str>) -> Result<RecordBatch> {
+    let file = File::open(path).map_err(|e| EngineError::io(path, e))?;
+    let builder = ParquetRecordBatchReaderBuilder::try_new(file)
+        .map_err(|e| EngineError::corrupt(path, format!("not a readable Parquet file: {e}")))?;
+    if let Some(want) = run_id {
+        let found = builder
+            .metadata()
+            .file_metadata()
+            .key_value_metadata()
+            .and_then(|kv| kv.iter().find(|k| k.key == META_RUN_ID))
+            .and_then(|k| k.value.clone());
+        if found.as_deref() != Some(want) {
+            return Err(EngineError::corrupt(
+                path,
+                format!("run_id metadata is {found:?}, expected {want:?}"),
+            ));
+        }
+    }
+    let schema = builder.schema().clone();
+    check_schema(path, &schema, expected)?;
+    let reader = builder
+        .with_batch_size(64 * 1024)
+        .build()
+        .map_err(|e| EngineError::corrupt(path, e.to_string()))?;
+    let mut batches = Vec::new();
+    for batch in reader {
+        batches.push(batch.map_err(|e| EngineError::corrupt(path, e.to_string()))?);
+    }
+    let batch = arrow_select::concat::concat_batches(&schema, &batches)
+        .map_err(|e| EngineError::corrupt(path, e.to_string()))?;
+    // Project to the expected column order so callers can index by position if they like.
+    let indices: Vec<usize> = expected
+        .fields()
+        .iter()
+        .map(|f| schema.index_of(f.name()).unwrap_or(0))
+        .collect();
+    batch
+        .project(&indices)
+        .map_err(|e| EngineError::corrupt(path, e.to_string()))
+}
+
+/// Checks that `found` has every field of `expected`, with the same data type.
+///
+/// # Errors
+/// [`EngineError::Corrupt`] naming the first missing or mistyped column.
+pub fn check_schema(path: &Path, found: &Schema, expected: &Schema) -> Result<()> {
+    for field in expected.fields() {
+        match found.field_with_name(field.name()) {
+            Err(_) => {
+                return Err(EngineError::corrupt(
+                    path,
+                    format!("missing column {:?}", field.name()),
+                ));
+            }
+            Ok(f) if !types_match(f.data_type(), field.data_type()) => {
+                return Err(EngineError::corrupt(
+                    path,
+                    format!(
+                        "column {:?} has type {}, expected {}",
+                        field.name(),
+                        f.data_type(),
+                        field.data_type()
+                    ),
+                ));
+            }
+            Ok(_) => {}
+        }
+    }
+    Ok(())
+}
+
+/// Types equal up to the names and nullability of nested list items.
+fn types_match(a: &arrow_schema::DataType, b: &arrow_schema::DataType) -> bool {
+    use arrow_schema::DataType as D;
+    match (a, b) {
+        (D::List(x), D::List(y)) | (D::LargeList(x), D::LargeList(y)) => {
+            types_match(x.data_type(), y.data_type())
+        }
+        (D::FixedSizeList(x, n), D::FixedSizeList(y, m)) => {
+            n == m && types_match(x.data_type(), y.data_type())
+        }
+        _ => a == b,
+    }
+}
+
+/// The column `name` of `batch` downcast to `T`.
+///
+/// # Errors
+/// [`EngineError::Corrupt`] naming `path` and the column when it is missing or of another type.
+pub fn column<'a, T: Array + 'static>(batch: &'a RecordBatch, name: &str, path: &Path) -> Result<&'a T> {
+    batch
+        .column_by_name(name)
+        .ok_or_else(|| EngineError::corrupt(path, format!("missing column {name:?}")))?
+        .as_any()
+        .downcast_ref::<T>()
+        .ok_or_else(|| EngineError::corrupt(path, format!("column {name:?} has an unexpected type")))
+}
+
+/// Like [`column`], and also refuses nulls in the column.
+///
+/// # Errors
+/// As [`column`], and [`EngineError::Corrupt`] when the column holds a null.
+pub fn column_no_nulls<'a, T: Array + 'static>(
+    batch: &'a RecordBatch,
+    name: &str,
+    path: &Path,
+) -> Result<&'a T> {
+    let c = column::<T>(batch, name, path)?;
+    if c.null_count() > 0 {
+        return Err(EngineError::corrupt(path, format!("column {name:?} holds nulls")));
+    }
+    Ok(c)
+}

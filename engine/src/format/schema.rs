@@ -1,0 +1,325 @@
+//! Arrow schemas of every table of a run, with their column names.
+//!
+//! One module per table; each holds the file name, the column-name constants and `schema()`.
+//! These are the names and types that data engineers see in polars, pandas or DuckDB, and that
+//! README.md documents. Changing any of them is a format change and bumps
+//! [`FORMAT_VERSION`](super::FORMAT_VERSION).
+
+use std::sync::Arc;
+
+use arrow_schema::{DataType, Field, Schema, SchemaRef};
+
+fn utf8(name: &str) -> Field {
+    Field::new(name, DataType::Utf8, false)
+}
+
+fn u32f(name: &str) -> Field {
+    Field::new(name, DataType::UInt32, false)
+}
+
+fn list_utf8(name: &str) -> Field {
+    Field::new(
+        name,
+        DataType::List(Arc::new(Field::new("item", DataType::Utf8, false))),
+        false,
+    )
+}
+
+/// `documents.parquet`: one row per document, sorted by `document_key`.
+pub mod documents {
+    use super::*;
+    /// File name inside the run folder.
+    pub const FILE: &str = "documents.parquet";
+    /// Unique document key (string), e.g. `pmid:21645374`.
+    pub const DOCUMENT_KEY: &str = "document_key";
+    /// Title (string, may be empty).
+    pub const TITLE: &str = "title";
+    /// Publication year (int32, null when unknown).
+    pub const YEAR: &str = "year";
+    /// Number of passages of the document (uint32).
+    pub const NUM_PASSAGES: &str = "num_passages";
+    /// Whether linking found at least one concept in the document (bool).
+    pub const LINKED: &str = "linked";
+    /// The table's schema.
+    pub fn schema() -> SchemaRef {
+        Arc::new(Schema::new(vec![
+            utf8(DOCUMENT_KEY),
+            utf8(TITLE),
+            Field::new(YEAR, DataType::Int32, true),
+            u32f(NUM_PASSAGES),
+            Field::new(LINKED, DataType::Boolean, false),
+        ]))
+    }
+}
+
+/// `passages.parquet`: one row per passage (text unit), sorted by `document_key`, `position`.
+pub mod passages {
+    use super::*;
+    /// File name inside the run folder.
+    pub const FILE: &str = "passages.parquet";
+    /// Stable passage id `<document_key>#<position>` (string); the evidence id.
+    pub const PASSAGE_ID: &str = "passage_id";
+    /// Key of the owning document (string).
+    pub const DOCUMENT_KEY: &str = "document_key";
+    /// 0-based chunk index within the document (uint32).
+    pub const POSITION: &str = "position";
+    /// Passage text (string).
+    pub const TEXT: &str = "text";
+    /// The table's schema.
+    pub fn schema() -> SchemaRef {
+        Arc::new(Schema::new(vec![
+            utf8(PASSAGE_ID),
+            utf8(DOCUMENT_KEY),
+            u32f(POSITION),
+            utf8(TEXT),
+        ]))
+    }
+}
+
+/// `concepts.parquet`: the vocabulary, one row per concept, sorted by `concept_id`.
+pub mod concepts {
+    use super::*;
+    /// File name inside the run folder.
+    pub const FILE: &str = "concepts.parquet";
+    /// Concept id (string), e.g. MeSH descriptor `D009203`.
+    pub const CONCEPT_ID: &str = "concept_id";
+    /// Preferred term (string).
+    pub const PREFERRED_TERM: &str = "preferred_term";
+    /// Entry terms (list of strings, possibly empty).
+    pub const SYNONYMS: &str = "synonyms";
+    /// The table's schema.
+    pub fn schema() -> SchemaRef {
+        Arc::new(Schema::new(vec![
+            utf8(CONCEPT_ID),
+            utf8(PREFERRED_TERM),
+            list_utf8(SYNONYMS),
+        ]))
+    }
+}
+
+/// `concept_edges.parquet`: vocabulary edges `child -> parent`, sorted by `child`, `parent`.
+pub mod concept_edges {
+    use super::*;
+    /// File name inside the run folder.
+    pub const FILE: &str = "concept_edges.parquet";
+    /// Narrower concept id (string).
+    pub const CHILD: &str = "child";
+    /// Broader concept id (string).
+    pub const PARENT: &str = "parent";
+    /// Relation name (string), `subclass_of` for broader/narrower.
+    pub const RELATION: &str = "relation";
+    /// The table's schema.
+    pub fn schema() -> SchemaRef {
+        Arc::new(Schema::new(vec![utf8(CHILD), utf8(PARENT), utf8(RELATION)]))
+    }
+}
+
+/// `document_concepts.parquet`: each document's concept set per node field, sorted by
+/// `node_field`, `document_key`, `concept_id`.
+pub mod document_concepts {
+    use super::*;
+    /// File name inside the run folder.
+    pub const FILE: &str = "document_concepts.parquet";
+    /// Document key (string).
+    pub const DOCUMENT_KEY: &str = "document_key";
+    /// Node field (string): `concept` (from linking) or `mesh` (the input's own annotations).
+    pub const NODE_FIELD: &str = "node_field";
+    /// Concept id (string).
+    pub const CONCEPT_ID: &str = "concept_id";
+    /// The table's schema.
+    pub fn schema() -> SchemaRef {
+        Arc::new(Schema::new(vec![
+            utf8(DOCUMENT_KEY),
+            utf8(NODE_FIELD),
+            utf8(CONCEPT_ID),
+        ]))
+    }
+}
+
+/// `entities.parquet`: graph nodes, sorted by `entity_id` (0-based, dense).
+pub mod entities {
+    use super::*;
+    /// File name inside the run folder.
+    pub const FILE: &str = "entities.parquet";
+    /// Node id in the entity graph (uint32, dense from 0).
+    pub const ENTITY_ID: &str = "entity_id";
+    /// Concept the entity stands for (string).
+    pub const CONCEPT_ID: &str = "concept_id";
+    /// Display name: the concept's preferred term (string).
+    pub const NAME: &str = "name";
+    /// Number of passages mentioning the entity (uint32).
+    pub const NUM_PASSAGES: &str = "num_passages";
+    /// Weighted degree in the entity graph (float64).
+    pub const DEGREE: &str = "degree";
+    /// The table's schema.
+    pub fn schema() -> SchemaRef {
+        Arc::new(Schema::new(vec![
+            u32f(ENTITY_ID),
+            utf8(CONCEPT_ID),
+            utf8(NAME),
+            u32f(NUM_PASSAGES),
+            Field::new(DEGREE, DataType::Float64, false),
+        ]))
+    }
+}
+
+/// `mentions.parquet`: `(passage, entity)` pairs, sorted by `entity_id`, `passage_id`.
+pub mod mentions {
+    use super::*;
+    /// File name inside the run folder.
+    pub const FILE: &str = "mentions.parquet";
+    /// Mentioned entity (uint32).
+    pub const ENTITY_ID: &str = "entity_id";
+    /// Mentioning passage (string).
+    pub const PASSAGE_ID: &str = "passage_id";
+    /// How often the passage mentions the entity (uint32, ≥ 1).
+    pub const NUM_OCCURRENCES: &str = "num_occurrences";
+    /// The table's schema.
+    pub fn schema() -> SchemaRef {
+        Arc::new(Schema::new(vec![
+            u32f(ENTITY_ID),
+            utf8(PASSAGE_ID),
+            u32f(NUM_OCCURRENCES),
+        ]))
+    }
+}
+
+/// `relationships.parquet`: undirected weighted edges with `source < target`, sorted.
+pub mod relationships {
+    use super::*;
+    /// File name inside the run folder.
+    pub const FILE: &str = "relationships.parquet";
+    /// Smaller entity id (uint32).
+    pub const SOURCE: &str = "source";
+    /// Larger entity id (uint32).
+    pub const TARGET: &str = "target";
+    /// Edge weight (float64): number of passages mentioning both, for co-occurrence graphs.
+    pub const WEIGHT: &str = "weight";
+    /// The table's schema.
+    pub fn schema() -> SchemaRef {
+        Arc::new(Schema::new(vec![
+            u32f(SOURCE),
+            u32f(TARGET),
+            Field::new(WEIGHT, DataType::Float64, false),
+        ]))
+    }
+}
+
+/// `communities.parquet`: one row per community of any level, sorted by `community_id`.
+pub mod communities {
+    use super::*;
+    /// File name inside the run folder.
+    pub const FILE: &str = "communities.parquet";
+    /// Community id (uint32, dense from 0, unique across levels); also the `theme_id`.
+    pub const COMMUNITY_ID: &str = "community_id";
+    /// Level (uint32): 0 is the coarsest, deeper is finer.
+    pub const LEVEL: &str = "level";
+    /// Parent community at `level - 1` (uint32, null at level 0).
+    pub const PARENT: &str = "parent";
+    /// Number of member entities (uint32).
+    pub const SIZE: &str = "size";
+    /// Whether the community was not split further (bool).
+    pub const IS_LEAF: &str = "is_leaf";
+    /// The table's schema.
+    pub fn schema() -> SchemaRef {
+        Arc::new(Schema::new(vec![
+            u32f(COMMUNITY_ID),
+            u32f(LEVEL),
+            Field::new(PARENT, DataType::UInt32, true),
+            u32f(SIZE),
+            Field::new(IS_LEAF, DataType::Boolean, false),
+        ]))
+    }
+}
+
+/// `membership.parquet`: `(entity, level) -> community`, sorted by `level`, `entity_id`.
+///
+/// An entity has one row for every level from 0 down to the level of its leaf community.
+pub mod membership {
+    use super::*;
+    /// File name inside the run folder.
+    pub const FILE: &str = "membership.parquet";
+    /// The run that computed it (string).
+    pub const RUN_ID: &str = "run_id";
+    /// Level (uint32).
+    pub const LEVEL: &str = "level";
+    /// Entity (uint32).
+    pub const ENTITY_ID: &str = "entity_id";
+    /// Community of the entity at this level (uint32).
+    pub const COMMUNITY_ID: &str = "community_id";
+    /// Parent of that community (uint32, null at level 0).
+    pub const PARENT_COMMUNITY_ID: &str = "parent_community_id";
+    /// Whether that community is a leaf (bool).
+    pub const IS_LEAF: &str = "is_leaf";
+    /// The table's schema.
+    pub fn schema() -> SchemaRef {
+        Arc::new(Schema::new(vec![
+            utf8(RUN_ID),
+            u32f(LEVEL),
+            u32f(ENTITY_ID),
+            u32f(COMMUNITY_ID),
+            Field::new(PARENT_COMMUNITY_ID, DataType::UInt32, true),
+            Field::new(IS_LEAF, DataType::Boolean, false),
+        ]))
+    }
+}
+
+/// `reports.parquet`: one extractive report per community, sorted by `community_id`.
+pub mod reports {
+    use super::*;
+    /// File name inside the run folder.
+    pub const FILE: &str = "reports.parquet";
+    /// Community (uint32).
+    pub const COMMUNITY_ID: &str = "community_id";
+    /// Level of the community (uint32).
+    pub const LEVEL: &str = "level";
+    /// Title made of the most central members (string).
+    pub const TITLE: &str = "title";
+    /// One-paragraph summary (string).
+    pub const SUMMARY: &str = "summary";
+    /// Findings: sentences drawn from supporting passages (list of strings).
+    pub const FINDINGS: &str = "findings";
+    /// Importance (float64): ln(1 + supporting passages) × internal edge weight share.
+    pub const RANK: &str = "rank";
+    /// The text that was embedded (string).
+    pub const FULL_CONTENT: &str = "full_content";
+    /// The table's schema.
+    pub fn schema() -> SchemaRef {
+        Arc::new(Schema::new(vec![
+            u32f(COMMUNITY_ID),
+            u32f(LEVEL),
+            utf8(TITLE),
+            utf8(SUMMARY),
+            list_utf8(FINDINGS),
+            Field::new(RANK, DataType::Float64, false),
+            utf8(FULL_CONTENT),
+        ]))
+    }
+}
+
+/// `report_embeddings.parquet` (and the same table as uncompressed Arrow IPC,
+/// `report_embeddings.arrow`, which the engine maps): one row per community, in
+/// `community_id` order.
+pub mod report_embeddings {
+    use super::*;
+    /// Parquet file name inside the run folder.
+    pub const FILE: &str = "report_embeddings.parquet";
+    /// Arrow IPC file name inside the run folder (same rows, mapped zero-copy by the engine).
+    pub const IPC_FILE: &str = "report_embeddings.arrow";
+    /// Community (uint32).
+    pub const COMMUNITY_ID: &str = "community_id";
+    /// Report embedding (fixed-size list of float32, length = the embedder's dim).
+    pub const EMBEDDING: &str = "embedding";
+    /// The element field of the embedding list.
+    pub fn item_field() -> Arc<Field> {
+        Arc::new(Field::new("item", DataType::Float32, false))
+    }
+    /// The table's schema for embeddings of `dim` dimensions.
+    pub fn schema(dim: usize) -> SchemaRef {
+        let dim = i32::try_from(dim).expect("embedding dimension fits in i32");
+        Arc::new(Schema::new(vec![
+            u32f(COMMUNITY_ID),
+            Field::new(EMBEDDING, DataType::FixedSizeList(item_field(), dim), false),
+        ]))
+    }
+}

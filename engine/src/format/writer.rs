@@ -1,0 +1,246 @@
+//! Writing a run: Parquet and Arrow IPC files into a staging folder, then the manifest, then an
+//! atomic rename into `runs/<run_id>/`. Moving `LATEST` is a separate, last step
+//! ([`Layout::write_latest`]).
+
+use std::fs::{self, File};
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use arrow_array::RecordBatch;
+use parquet::arrow::ArrowWriter;
+use parquet::basic::Compression;
+use parquet::file::metadata::{KeyValue, SortingColumn};
+use parquet::file::properties::{EnabledStatistics, WriterProperties};
+
+use super::layout::{Layout, sync_dir};
+use super::manifest::{FileEntry, MANIFEST_FILE, Manifest};
+use super::{FORMAT_VERSION, META_FORMAT_VERSION, META_RUN_ID};
+use crate::embed::EmbedderIdentity;
+use crate::error::{EngineError, Result};
+
+/// Rows per Parquet row group: large enough for scans, small enough for statistics to prune.
+pub const ROW_GROUP_ROWS: usize = 128 * 1024;
+
+/// Writes the files of one run. Created by [`RunWriter::create`], completed by
+/// [`RunWriter::finish`]. Dropping it unfinished removes the staging folder, so a failed run
+/// leaves nothing behind (a killed process leaves a `.staging-*` folder that is never served).
+#[derive(Debug)]
+pub struct RunWriter {
+    layout: Layout,
+    run_id: String,
+    staging: PathBuf,
+    files: Vec<FileEntry>,
+    finished: bool,
+}
+
+/// A `Write` that hashes and counts what goes through it.
+struct HashingWriter<W> {
+    inner: W,
+    hasher: blake3::Hasher,
+    bytes: u64,
+}
+
+impl<W: Write> Write for HashingWriter<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.hasher.update(&buf[..n]);
+        self.bytes += n as u64;
+        Ok(n)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+impl RunWriter {
+    /// Starts run `run_id` under `layout`: creates `runs/.staging-<run_id>/`.
+    ///
+    /// # Errors
+    /// [`EngineError::InvalidArgument`] for a malformed run id or one that already exists;
+    /// [`EngineError::Io`] when the folder cannot be created.
+    pub fn create(layout: &Layout, run_id: &str) -> Result<Self> {
+        if !super::layout::is_valid_run_id(run_id) || layout.run_dir(run_id).exists() {
+            return Err(EngineError::InvalidArgument {
+                field: "run_id",
+                value: run_id.to_owned(),
+                expected: "a new UUID run id",
+            });
+        }
+        let staging = layout.staging_dir(run_id);
+        fs::create_dir_all(&staging).map_err(|e| EngineError::io(&staging, e))?;
+        Ok(Self {
+            layout: layout.clone(),
+            run_id: run_id.to_owned(),
+            staging,
+            files: Vec::new(),
+            finished: false,
+        })
+    }
+
+    /// The run id.
+    pub fn run_id(&self) -> &str {
+        &self.run_id
+    }
+
+    fn open_file(&self, name: &str) -> Result<(PathBuf, HashingWriter<BufWriter<File>>)> {
+        if self.files.iter().any(|f| f.name == name) || name == MANIFEST_FILE {
+            return Err(EngineError::Internal(format!("file {name} written twice")));
+        }
+        let path = self.staging.join(name);
+        let file = File::create(&path).map_err(|e| EngineError::io(&path, e))?;
+        Ok((
+            path,
+            HashingWriter {
+                inner: BufWriter::new(file),
+                hasher: blake3::Hasher::new(),
+                bytes: 0,
+            },
+        ))
+    }
+
+    fn close_file(
+        &mut self,
+        name: &str,
+        path: &Path,
+        writer: HashingWriter<BufWriter<File>>,
+        rows: usize,
+    ) -> Result<()> {
+        let HashingWriter {
+            inner,
+            hasher,
+            bytes,
+        } = writer;
+        let file = inner
+            .into_inner()
+            .map_err(|e| EngineError::io(path, e.into_error()))?;
+        file.sync_all().map_err(|e| EngineError::io(path, e))?;
+        self.files.push(FileEntry {
+            name: name.to_owned(),
+            rows: rows as u64,
+            bytes,
+            blake3: hasher.finalize().to_hex().to_string(),
+        });
+        Ok(())
+    }
+
+    /// Writes `batch` as Parquet file `name`, declaring it sorted by `sorted_by` (column names,
+    /// ascending; the caller sorts). Snappy-compressed, page statistics, row groups of
+    /// [`ROW_GROUP_ROWS`], `run_id` and `format_version` in the key-value metadata.
+    ///
+    /// # Errors
+    /// [`EngineError::Io`] / [`EngineError::Parquet`] on write failures;
+    /// [`EngineError::Internal`] for an unknown sort column.
+    pub fn write_parquet(&mut self, name: &str, batch: &RecordBatch, sorted_by: &[&str]) -> Result<()> {
+        let schema = batch.schema();
+        let mut sorting = Vec::with_capacity(sorted_by.len());
+        for col in sorted_by {
+            let idx = schema
+                .index_of(col)
+                .map_err(|_| EngineError::Internal(format!("{name}: no sort column {col}")))?;
+            sorting.push(SortingColumn {
+                column_idx: i32::try_from(idx).unwrap_or(i32::MAX),
+                descending: false,
+                nulls_first: false,
+            });
+        }
+        let props = WriterProperties::builder()
+            .set_compression(Compression::SNAPPY)
+            .set_statistics_enabled(EnabledStatistics::Page)
+            .set_max_row_group_size(ROW_GROUP_ROWS)
+            .set_sorting_columns(Some(sorting))
+            .set_created_by(format!("agrag {}", env!("CARGO_PKG_VERSION")))
+            .set_key_value_metadata(Some(vec![
+                KeyValue::new(META_RUN_ID.to_owned(), self.run_id.clone()),
+                KeyValue::new(META_FORMAT_VERSION.to_owned(), FORMAT_VERSION.to_string()),
+            ]))
+            .build();
+        let (path, out) = self.open_file(name)?;
+        let perr = |e: parquet::errors::ParquetError| EngineError::Parquet {
+            path: path.clone(),
+            reason: e.to_string(),
+        };
+        let mut writer = ArrowWriter::try_new(out, schema, Some(props)).map_err(perr)?;
+        writer.write(batch).map_err(perr)?;
+        let out = writer.into_inner().map_err(perr)?;
+        self.close_file(name, &path, out, batch.num_rows())
+    }
+
+    /// Writes `batch` as an uncompressed Arrow IPC file `name` (for zero-copy mapping), with
+    /// `run_id` and `format_version` in the schema metadata.
+    ///
+    /// # Errors
+    /// [`EngineError::Io`] / [`EngineError::Parquet`] on write failures.
+    pub fn write_ipc(&mut self, name: &str, batch: &RecordBatch) -> Result<()> {
+        let (path, out) = self.open_file(name)?;
+        let aerr = |e: arrow_schema::ArrowError| EngineError::Parquet {
+            path: path.clone(),
+            reason: e.to_string(),
+        };
+        let mut meta = batch.schema().metadata().clone();
+        meta.insert(META_RUN_ID.to_owned(), self.run_id.clone());
+        meta.insert(META_FORMAT_VERSION.to_owned(), FORMAT_VERSION.to_string());
+        let schema = std::sync::Arc::new(batch.schema().as_ref().clone().with_metadata(meta));
+        let batch = batch.clone().with_schema(schema.clone()).map_err(aerr)?;
+        let mut writer = arrow_ipc::writer::FileWriter::try_new(out, &schema).map_err(aerr)?;
+        writer.write(&batch).map_err(aerr)?;
+        writer.finish().map_err(aerr)?;
+        let out = writer.into_inner().map_err(aerr)?;
+        self.close_file(name, &path, out, batch.num_rows())
+    }
+
+    /// Writes the manifest, syncs, and renames the staging folder to `runs/<run_id>/`. The run
+    /// is then complete but not yet served: call [`Layout::write_latest`] to publish it.
+    ///
+    /// # Errors
+    /// [`EngineError::Io`] on any file-system failure (the staging folder is then removed).
+    pub fn finish(
+        mut self,
+        parameters: serde_json::Value,
+        embedder: EmbedderIdentity,
+        input_fingerprint: String,
+        stats: serde_json::Value,
+    ) -> Result<Manifest> {
+        let mut files = std::mem::take(&mut self.files);
+        files.sort_by(|a, b| a.name.cmp(&b.name));
+        let manifest = Manifest {
+            format_version: FORMAT_VERSION,
+            run_id: self.run_id.clone(),
+            created_at: now_rfc3339(),
+            parameters,
+            embedder,
+            input_fingerprint,
+            stats,
+            files,
+        };
+        let path = self.staging.join(MANIFEST_FILE);
+        let json = serde_json::to_vec_pretty(&manifest)
+            .map_err(|e| EngineError::Internal(format!("manifest does not serialize: {e}")))?;
+        {
+            let mut f = File::create(&path).map_err(|e| EngineError::io(&path, e))?;
+            f.write_all(&json)
+                .and_then(|()| f.sync_all())
+                .map_err(|e| EngineError::io(&path, e))?;
+        }
+        sync_dir(&self.staging)?;
+        let dest = self.layout.run_dir(&self.run_id);
+        fs::rename(&self.staging, &dest).map_err(|e| EngineError::io(&dest, e))?;
+        sync_dir(&self.layout.runs_dir())?;
+        self.finished = true;
+        Ok(manifest)
+    }
+}
+
+impl Drop for RunWriter {
+    fn drop(&mut self) {
+        if !self.finished {
+            // Best effort: a failed run must not leave files behind. A leftover staging folder
+            // is harmless anyway (never served, removed by gc).
+            let _ = fs::remove_dir_all(&self.staging);
+        }
+    }
+}
+
+/// Current UTC time as RFC 3339 with seconds (`2026-11-29T20:01:02Z`).
+pub fn now_rfc3339() -> String {
+    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+}

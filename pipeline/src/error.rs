@@ -1,0 +1,93 @@
+//! The pipeline's error type.
+
+use std::path::PathBuf;
+
+/// Everything that can go wrong in a pipeline run or a detection run.
+///
+/// Every variant names the offending value and where it was found (file, line, field, edge), so
+/// that a user can fix the input without reading our code.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum PipelineError {
+    /// An input file could not be opened or read.
+    #[error("cannot read {path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The underlying error.
+        source: std::io::Error,
+    },
+    /// A line or record of an input file is malformed.
+    #[error("{path}:{line}: {reason}")]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// 1-based line number (or record number for non-line formats).
+        line: u64,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// A required input holds nothing to work on (no documents, no concepts).
+    #[error("{path}: {reason}")]
+    EmptyInput {
+        /// The file or folder.
+        path: PathBuf,
+        /// What is missing.
+        reason: String,
+    },
+    /// A key that must be unique appears twice.
+    #[error("{path}:{line}: duplicate {field} {value:?} (first seen on line {first_line})")]
+    DuplicateKey {
+        /// The file.
+        path: PathBuf,
+        /// 1-based line of the second occurrence.
+        line: u64,
+        /// 1-based line of the first occurrence.
+        first_line: u64,
+        /// The key field.
+        field: &'static str,
+        /// The duplicated value.
+        value: String,
+    },
+    /// An edge weight is NaN, infinite or negative.
+    #[error("edge {index} ({source_node} -- {target_node}): weight {weight} is not a finite non-negative number")]
+    InvalidWeight {
+        /// 0-based index of the edge in its input.
+        index: usize,
+        /// One end.
+        source_node: u64,
+        /// The other end.
+        target_node: u64,
+        /// The weight found.
+        weight: f64,
+    },
+    /// An edge names a node outside `0..num_nodes`.
+    #[error("edge {index}: node {node} is out of range (the graph has {num_nodes} nodes)")]
+    NodeOutOfRange {
+        /// 0-based index of the edge in its input.
+        index: usize,
+        /// The node id found.
+        node: u64,
+        /// Number of nodes of the graph.
+        num_nodes: usize,
+    },
+    /// A user parameter is outside its allowed range.
+    #[error("invalid {field} = {value}: expected {expected}")]
+    InvalidConfig {
+        /// The parameter name as the user wrote it.
+        field: &'static str,
+        /// The value given.
+        value: String,
+        /// What is allowed.
+        expected: &'static str,
+    },
+    /// Writing or publishing the snapshot, or another engine-side operation, failed.
+    #[error(transparent)]
+    Engine(#[from] agrag_engine::EngineError),
+    /// A broken internal invariant: a bug in agrag, never bad input.
+    #[error("internal error (a bug in agrag, please report it): {0}")]
+    Internal(String),
+}
+
+/// `Result` with [`PipelineError`] as the default error.
+pub type Result<T, E = PipelineError> = std::result::Result<T, E>;
