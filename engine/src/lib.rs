@@ -12,7 +12,16 @@
 //! [`format`] owns the on-disk contract; the pipeline writes through it.
 
 pub mod embed;
+mod engine;
 pub mod error;
 pub mod format;
+pub mod query;
+pub mod snapshot;
+pub mod store;
+mod view;
+pub mod visibility;
 
+pub use engine::{Engine, EngineConfig, QueryInput, ThemeRequest};
 pub use error::{EngineError, Result};
+pub use query::Scope;
+pub use view::View;

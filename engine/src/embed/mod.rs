@@ -5,7 +5,7 @@
 //! a query only with an embedder of the same identity (model and dimension), and answers
 //! `failed` otherwise, so vectors of different spaces are never compared.
 
-mod hash;
+pub mod hash;
 
 use serde::{Deserialize, Serialize};
 

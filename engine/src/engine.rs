@@ -1,0 +1,383 @@
+//! [`Engine`]: the embeddable entry point. Serves the newest valid run of a root, swaps in newer
+//! runs on [`Engine::reload`], and applies live visibility to every query.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use arc_swap::ArcSwapOption;
+use roaring::RoaringBitmap;
+
+use crate::embed::{Embedder, HashEmbedder, hash::HASH_MODEL};
+use crate::error::{EngineError, Result};
+use crate::format::Layout;
+use crate::query::evidence::{self, Evidence};
+use crate::query::theme::{self, IndexState, Status, ThemeAnswer};
+use crate::query::Scope;
+use crate::snapshot::Snapshot;
+use crate::view::View;
+use crate::visibility::{Target, Visibility, VisibilityStore};
+
+/// How the engine embeds query text.
+#[derive(Debug, Clone, Default)]
+pub struct EngineConfig {
+    /// The query embedder. `None`: use the embedder the run's manifest names, when this build
+    /// can run it (the built-in hash embedder always). A given embedder whose identity differs
+    /// from the run's makes theme searches answer `failed`.
+    pub embedder: Option<Arc<dyn Embedder>>,
+}
+
+/// The question of a theme search: text to embed, or a vector embedded by the caller.
+#[derive(Debug, Clone, PartialEq)]
+pub enum QueryInput {
+    /// Natural-language text, embedded by the engine.
+    Text(String),
+    /// A query vector and the model that made it (checked against the run's embedder).
+    Vector {
+        /// Model name of the vector.
+        model: String,
+        /// The vector (length must be the run's dimension).
+        vector: Vec<f32>,
+    },
+}
+
+/// Arguments of [`Engine::search_themes`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct ThemeRequest {
+    /// The question.
+    pub query: QueryInput,
+    /// Documents that may be read (default: all).
+    pub scope: Scope,
+    /// Most themes returned (≥ 1; default 5).
+    pub limit: usize,
+    /// Most passages per theme (≥ 1; default 3).
+    pub support_limit: usize,
+}
+
+impl ThemeRequest {
+    /// A text question with the defaults: every document, `limit = 5`, `support_limit = 3`.
+    pub fn text(q: impl Into<String>) -> Self {
+        Self {
+            query: QueryInput::Text(q.into()),
+            scope: Scope::All,
+            limit: 5,
+            support_limit: 3,
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+struct VisibilityCache {
+    store: Option<VisibilityStore>,
+    version: i64,
+    run_id: String,
+    hidden: Arc<RoaringBitmap>,
+    states: Arc<HashMap<u32, Visibility>>,
+}
+
+/// The query engine over one snapshot root.
+///
+/// Cheap to share (`Arc<Engine>`); every method takes `&self`. A query holds one [`View`] for
+/// its whole lifetime, so a concurrent [`reload`](Engine::reload) never changes its answer.
+#[derive(Debug)]
+pub struct Engine {
+    layout: Layout,
+    snapshot: ArcSwapOption<Snapshot>,
+    not_ready_reason: Mutex<Option<String>>,
+    config: EngineConfig,
+    auto_embedder: Mutex<Option<Arc<dyn Embedder>>>,
+    visibility: Mutex<VisibilityCache>,
+}
+
+impl Engine {
+    /// Opens the engine on `root` and maps the run `LATEST` names. A root without a valid run
+    /// still opens: queries then answer `index_not_ready` until [`reload`](Engine::reload)
+    /// finds one.
+    ///
+    /// # Errors
+    /// None today for a missing or invalid run (see above); reserved for future checks.
+    pub fn open(root: impl Into<PathBuf>, config: EngineConfig) -> Result<Self> {
+        let engine = Self {
+            layout: Layout::new(root),
+            snapshot: ArcSwapOption::empty(),
+            not_ready_reason: Mutex::new(None),
+            config,
+            auto_embedder: Mutex::new(None),
+            visibility: Mutex::new(VisibilityCache::default()),
+        };
+        if let Err(e) = engine.reload() {
+            tracing::warn!("no run served from {}: {e}", engine.layout.root().display());
+        }
+        Ok(engine)
+    }
+
+    /// The snapshot root.
+    pub fn root(&self) -> &Path {
+        self.layout.root()
+    }
+
+    /// Re-reads `LATEST` and, when it names a run other than the served one, opens and
+    /// validates it and swaps it in atomically. Queries in flight finish on the run they
+    /// started with. Returns whether the served run changed.
+    ///
+    /// # Errors
+    /// The run's open error ([`EngineError::Corrupt`], [`EngineError::UnsupportedFormat`],
+    /// [`EngineError::NotReady`], …). The run served before, if any, keeps serving.
+    pub fn reload(&self) -> Result<bool> {
+        let result: Result<bool> = (|| {
+            let run_id = self.layout.read_latest()?.ok_or_else(|| EngineError::NotReady {
+                root: self.layout.root().to_owned(),
+                reason: "no LATEST file: run `agrag-pipeline run` first".into(),
+            })?;
+            if let Some(current) = self.snapshot.load_full()
+                && current.run_id() == run_id
+            {
+                return Ok(false);
+            }
+            let snap = Snapshot::open_run(&self.layout.run_dir(&run_id))?;
+            self.snapshot.store(Some(Arc::new(snap)));
+            if let Ok(mut e) = self.auto_embedder.lock() {
+                *e = None;
+            }
+            Ok(true)
+        })();
+        if let Ok(mut r) = self.not_ready_reason.lock() {
+            *r = match &result {
+                Err(e) if self.snapshot.load().is_none() => Some(e.to_string()),
+                _ => None,
+            };
+        }
+        if let Err(e) = &result {
+            tracing::warn!("reload refused: {e}");
+        }
+        result
+    }
+
+    /// Why no run is served, when none is.
+    pub fn not_ready_reason(&self) -> Option<String> {
+        self.not_ready_reason.lock().ok().and_then(|r| r.clone())
+    }
+
+    /// The current snapshot and the visibility that applies to it now. The visibility store
+    /// is consulted once per call and the bitmap rebuilt only when its version moved.
+    ///
+    /// # Errors
+    /// [`EngineError::Visibility`] when the store exists but cannot be read.
+    pub fn view(&self) -> Result<View> {
+        let snapshot = self.snapshot.load_full();
+        let Some(snap) = snapshot.as_ref() else {
+            return Ok(View::default());
+        };
+        let mut cache = self
+            .visibility
+            .lock()
+            .map_err(|_| EngineError::Internal("visibility cache lock poisoned".into()))?;
+        let path = self.layout.visibility_path();
+        if cache.store.is_none() && path.exists() {
+            cache.store = Some(VisibilityStore::open(&path)?);
+        }
+        let version = match &cache.store {
+            Some(store) => store.version()?,
+            None => 0,
+        };
+        if version != cache.version || cache.run_id != snap.run_id() {
+            let (hidden, states) = match &cache.store {
+                Some(store) => build_bitmap(snap, store)?,
+                None => (RoaringBitmap::new(), HashMap::new()),
+            };
+            cache.hidden = Arc::new(hidden);
+            cache.states = Arc::new(states);
+            cache.version = version;
+            cache.run_id = snap.run_id().to_owned();
+        }
+        Ok(View {
+            snapshot,
+            hidden: cache.hidden.clone(),
+            states: cache.states.clone(),
+        })
+    }
+
+    /// Sets the visibility of a passage or a whole document. Seen by the next query of every
+    /// engine on this root, in this process or another.
+    ///
+    /// # Errors
+    /// [`EngineError::Visibility`] when the store cannot be written;
+    /// [`EngineError::InvalidArgument`] for an empty key.
+    pub fn set_visibility(&self, target: Target, key: &str, state: Visibility, reason: Option<&str>) -> Result<()> {
+        let mut store = VisibilityStore::open(&self.layout.visibility_path())?;
+        store.set(target, key, state, reason)
+    }
+
+    /// The stored flag state of a passage or document (`visible` when never flagged).
+    ///
+    /// # Errors
+    /// [`EngineError::Visibility`] when the store cannot be read.
+    pub fn visibility(&self, target: Target, key: &str) -> Result<Visibility> {
+        let path = self.layout.visibility_path();
+        if !path.exists() {
+            return Ok(Visibility::Visible);
+        }
+        Ok(VisibilityStore::open(&path)?
+            .get(target, key)?
+            .map_or(Visibility::Visible, |f| f.state))
+    }
+
+    fn query_embedder(&self, snap: &Snapshot) -> std::result::Result<Arc<dyn Embedder>, String> {
+        if let Some(e) = &self.config.embedder {
+            return Ok(e.clone());
+        }
+        let mut cached = self.auto_embedder.lock().map_err(|_| "embedder lock poisoned".to_owned())?;
+        if let Some(e) = cached.as_ref() {
+            return Ok(e.clone());
+        }
+        let id = &snap.manifest.embedder;
+        let e: Arc<dyn Embedder> = if id.model == HASH_MODEL {
+            Arc::new(HashEmbedder::new(id.dim))
+        } else {
+            return Err(format!(
+                "the run's reports were embedded by {} (dim {}), which this engine cannot run; configure that embedder or pass a query vector",
+                id.model, id.dim
+            ));
+        };
+        *cached = Some(e.clone());
+        Ok(e)
+    }
+
+    /// Theme search; see [`query::theme`](crate::query::theme) for the exact contract.
+    ///
+    /// # Errors
+    /// [`EngineError::InvalidArgument`] naming `limit` or `support_limit` when it is 0, or
+    /// `query` when the text is empty or the vector empty or not finite. Every other problem
+    /// is an answer with a status (`index_not_ready`, `failed`, …), not an error.
+    pub fn search_themes(&self, req: &ThemeRequest) -> Result<ThemeAnswer> {
+        if req.limit == 0 {
+            return Err(EngineError::InvalidArgument {
+                field: "limit",
+                value: "0".into(),
+                expected: "an integer ≥ 1",
+            });
+        }
+        if req.support_limit == 0 {
+            return Err(EngineError::InvalidArgument {
+                field: "support_limit",
+                value: "0".into(),
+                expected: "an integer ≥ 1",
+            });
+        }
+        match &req.query {
+            QueryInput::Text(t) if t.trim().is_empty() => {
+                return Err(EngineError::InvalidArgument {
+                    field: "query",
+                    value: format!("{t:?}"),
+                    expected: "a non-empty question",
+                });
+            }
+            QueryInput::Vector { vector, .. } if vector.is_empty() || vector.iter().any(|x| !x.is_finite()) => {
+                return Err(EngineError::InvalidArgument {
+                    field: "query",
+                    value: format!("a vector of {} values", vector.len()),
+                    expected: "a non-empty vector of finite numbers",
+                });
+            }
+            _ => {}
+        }
+        if let Scope::Documents(keys) = &req.scope
+            && keys.is_empty()
+        {
+            return Ok(ThemeAnswer::empty(Status::EmptyScope, None));
+        }
+        let view = match self.view() {
+            Ok(v) => v,
+            Err(e) => {
+                let run_id = self.snapshot.load().as_ref().map(|s| s.run_id().to_owned());
+                return Ok(ThemeAnswer::failed(run_id, "read", e.to_string()));
+            }
+        };
+        let Some(snap) = view.snapshot() else {
+            return Ok(ThemeAnswer::empty(Status::IndexNotReady, Some(IndexState::NotReady)));
+        };
+        let run = &snap.manifest.embedder;
+        let run_id = Some(snap.run_id().to_owned());
+        let vector = match &req.query {
+            QueryInput::Vector { model, vector } => {
+                if *model != run.model || vector.len() != run.dim {
+                    return Ok(ThemeAnswer::failed(
+                        run_id,
+                        "embed",
+                        EngineError::EmbedderMismatch {
+                            run_model: run.model.clone(),
+                            run_dim: run.dim,
+                            query_model: model.clone(),
+                            query_dim: vector.len(),
+                        }
+                        .to_string(),
+                    ));
+                }
+                vector.clone()
+            }
+            QueryInput::Text(text) => {
+                let embedder = match self.query_embedder(snap) {
+                    Ok(e) => e,
+                    Err(message) => return Ok(ThemeAnswer::failed(run_id, "embed", message)),
+                };
+                let id = embedder.identity();
+                if !id.is_compatible(run) {
+                    return Ok(ThemeAnswer::failed(
+                        run_id,
+                        "embed",
+                        EngineError::EmbedderMismatch {
+                            run_model: run.model.clone(),
+                            run_dim: run.dim,
+                            query_model: id.model.clone(),
+                            query_dim: id.dim,
+                        }
+                        .to_string(),
+                    ));
+                }
+                match embedder.embed(text) {
+                    Ok(v) if v.len() == run.dim => v,
+                    Ok(v) => {
+                        return Ok(ThemeAnswer::failed(
+                            run_id,
+                            "embed",
+                            format!("the embedder returned {} values, expected {}", v.len(), run.dim),
+                        ));
+                    }
+                    Err(e) => return Ok(ThemeAnswer::failed(run_id, "embed", e.to_string())),
+                }
+            }
+        };
+        Ok(theme::search(&view, &vector, &req.scope, req.limit, req.support_limit))
+    }
+
+    /// The text and location behind evidence ids (passage ids), in the order asked. A hidden,
+    /// deleted or superseded passage is answered `not_visible` without its text; an id the
+    /// served run does not hold is `unknown`.
+    ///
+    /// # Errors
+    /// [`EngineError::Visibility`] when the visibility store cannot be read.
+    pub fn fetch_evidence(&self, ids: &[String]) -> Result<Vec<Evidence>> {
+        Ok(evidence::fetch(&self.view()?, ids))
+    }
+}
+
+/// Bitmap of passage rows that are not visible, and their effective states.
+fn build_bitmap(snap: &Snapshot, store: &VisibilityStore) -> Result<(RoaringBitmap, HashMap<u32, Visibility>)> {
+    let mut states: HashMap<u32, Visibility> = HashMap::new();
+    for flag in store.list()? {
+        let rows: Vec<u32> = match flag.target {
+            Target::Passage => snap.passage_index(&flag.key).into_iter().collect(),
+            Target::Document => snap
+                .document_index(&flag.key)
+                .map(|d| snap.document_passages.row(d as usize).to_vec())
+                .unwrap_or_default(),
+        };
+        for p in rows {
+            let s = states.entry(p).or_insert(Visibility::Visible);
+            *s = (*s).max(flag.state);
+        }
+    }
+    states.retain(|_, s| *s != Visibility::Visible);
+    let hidden = states.keys().copied().collect();
+    Ok((hidden, states))
+}

@@ -1,0 +1,75 @@
+//! `fetch_evidence`: the text and location behind evidence ids, visibility respected.
+
+use serde::Serialize;
+
+use super::Location;
+use crate::view::View;
+use crate::visibility::Visibility;
+
+/// Whether an evidence id could be answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EvidenceStatus {
+    /// The passage is visible; its text is returned.
+    Found,
+    /// The passage exists but is hidden, deleted or superseded; its text is withheld.
+    NotVisible,
+    /// No passage of the served run has this id (or no run is served).
+    Unknown,
+}
+
+/// One answered evidence id.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Evidence {
+    /// The id asked for.
+    pub evidence_id: String,
+    /// Outcome.
+    pub status: EvidenceStatus,
+    /// The passage's visibility when it exists.
+    pub visibility: Option<Visibility>,
+    /// Owning document (when found or not visible).
+    pub document_key: Option<String>,
+    /// Document title (when found).
+    pub title: Option<String>,
+    /// Location in the document (when found or not visible).
+    pub location: Option<Location>,
+    /// Passage text (only when found).
+    pub text: Option<String>,
+}
+
+/// Answers each id in order.
+pub(crate) fn fetch(view: &View, ids: &[String]) -> Vec<Evidence> {
+    ids.iter()
+        .map(|id| {
+            let unknown = Evidence {
+                evidence_id: id.clone(),
+                status: EvidenceStatus::Unknown,
+                visibility: None,
+                document_key: None,
+                title: None,
+                location: None,
+                text: None,
+            };
+            let Some(snap) = view.snapshot() else {
+                return unknown;
+            };
+            let Some(p) = snap.passage_index(id) else {
+                return unknown;
+            };
+            let d = snap.passage_document[p as usize] as usize;
+            let state = view.visibility(p);
+            let visible = !view.is_hidden(p);
+            Evidence {
+                evidence_id: id.clone(),
+                status: if visible { EvidenceStatus::Found } else { EvidenceStatus::NotVisible },
+                visibility: Some(state),
+                document_key: Some(snap.document_keys[d].clone()),
+                title: visible.then(|| snap.document_titles[d].clone()),
+                location: Some(Location {
+                    position: snap.passage_position[p as usize],
+                }),
+                text: visible.then(|| snap.passage_text[p as usize].clone()),
+            }
+        })
+        .collect()
+}

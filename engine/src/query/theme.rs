@@ -1,0 +1,273 @@
+//! `search_themes`: communities whose report matches a question, with supporting passages.
+//!
+//! Contract (DESIGN.md):
+//! 1. An explicit scope with no document key answers `empty_scope`; nothing is searched and
+//!    `index_state` is null.
+//! 2. No servable run answers `index_not_ready` (`index_state = not_ready`).
+//! 3. The query is embedded by the configured embedder (or given as a vector with its model);
+//!    a model or dimension other than the run's answers `failed`, with a failure naming both.
+//! 4. The `min(limit × 3, 100)` communities whose report embeddings are most similar (dot product
+//!    of unit vectors = cosine; ties: lower `theme_id` first) are the candidate window.
+//! 5. Walking the window best first, a candidate with no visible in-scope passage mentioning
+//!    one of its members is dropped; the others become themes until `limit` are found.
+//! 6. `truncated` is true when fewer than `limit` themes were found and the window was full
+//!    (`min(limit × 3, 100)` candidates were read): more themes may exist below the window, so
+//!    the answer never claims completeness it has not checked. Hidden candidates filling the
+//!    window therefore give `truncated = true`, never a silent short answer.
+//! 7. `status` is `no_match` when the window held no candidate with a visible in-scope passage,
+//!    else `ok`.
+//!
+//! A theme names up to five members that a visible in-scope passage mentions, ordered by the
+//! number of such passages (descending), then weighted degree in the entity graph
+//! (descending), then name. Its passages are the visible in-scope passages mentioning members,
+//! ranked by the number of distinct members they mention (descending), then by position in
+//! their document (ascending), then by passage order in the run; at most `support_limit`.
+//! The report text is what the query matched; it is never returned.
+
+use std::collections::HashMap;
+
+use serde::Serialize;
+
+use super::{Location, Scope};
+use crate::embed::dot;
+use crate::view::View;
+
+/// Most candidates one theme search reads.
+pub const MAX_CANDIDATES: usize = 100;
+/// Most member names a theme carries.
+pub const MAX_THEME_ENTITIES: usize = 5;
+
+/// Outcome of a theme search.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    /// At least one theme.
+    Ok,
+    /// The read ran; no candidate had a visible in-scope passage.
+    NoMatch,
+    /// The scope holds no document key; nothing was searched.
+    EmptyScope,
+    /// No run to search (no LATEST, a run that fails validation, no embedding index).
+    IndexNotReady,
+    /// A leg failed (embedding, embedder mismatch, a read); see `failures`.
+    Failed,
+}
+
+/// State of the report-embedding index when the query ran.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum IndexState {
+    /// A validated run was searched.
+    Ready,
+    /// There was no servable run.
+    NotReady,
+}
+
+/// One failed leg of a query.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Failure {
+    /// Which leg: `embed`, `read`.
+    pub leg: String,
+    /// What went wrong.
+    pub message: String,
+}
+
+/// A supporting passage of a theme.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ThemePassage {
+    /// Evidence id (the passage id) for `fetch_evidence`.
+    pub evidence_id: String,
+    /// Owning document.
+    pub document_key: String,
+    /// Where it sits in the document.
+    pub location: Location,
+    /// Number of distinct theme members it mentions.
+    pub num_members: u32,
+}
+
+/// One theme: a community of the run that matched the question.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Theme {
+    /// The community id.
+    pub theme_id: u32,
+    /// Its level (0 = coarsest).
+    pub level: u32,
+    /// Cosine similarity of the query to the community's report (orders themes; not a
+    /// confidence).
+    pub score: f32,
+    /// Up to five member names mentioned by a visible in-scope passage.
+    pub entities: Vec<String>,
+    /// Supporting passages, best first, at most `support_limit`.
+    pub passages: Vec<ThemePassage>,
+}
+
+/// The answer of [`Engine::search_themes`](crate::Engine::search_themes).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ThemeAnswer {
+    /// Outcome.
+    pub status: Status,
+    /// Fewer than `limit` themes and the candidate window was full.
+    pub truncated: bool,
+    /// Index state, or null when no index was checked (`empty_scope`).
+    pub index_state: Option<IndexState>,
+    /// The run searched, when one was.
+    pub run_id: Option<String>,
+    /// Themes, best first.
+    pub themes: Vec<Theme>,
+    /// Failed legs (empty unless `status` is `failed`).
+    pub failures: Vec<Failure>,
+}
+
+impl ThemeAnswer {
+    pub(crate) fn empty(status: Status, index_state: Option<IndexState>) -> Self {
+        Self {
+            status,
+            truncated: false,
+            index_state,
+            run_id: None,
+            themes: Vec::new(),
+            failures: Vec::new(),
+        }
+    }
+
+    pub(crate) fn failed(run_id: Option<String>, leg: &str, message: String) -> Self {
+        Self {
+            status: Status::Failed,
+            truncated: false,
+            index_state: Some(IndexState::Ready),
+            run_id,
+            themes: Vec::new(),
+            failures: vec![Failure {
+                leg: leg.to_owned(),
+                message,
+            }],
+        }
+    }
+}
+
+/// The `k` best rows of `scores` (descending score, then ascending index).
+pub fn top_k(scores: &[f32], k: usize) -> Vec<(u32, f32)> {
+    let mut idx: Vec<(u32, f32)> = scores.iter().enumerate().map(|(i, &s)| (i as u32, s)).collect();
+    let cmp = |a: &(u32, f32), b: &(u32, f32)| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0));
+    if k < idx.len() {
+        idx.select_nth_unstable_by(k, cmp);
+        idx.truncate(k);
+    }
+    idx.sort_by(cmp);
+    idx
+}
+
+/// Runs the theme search over `view` with an already-embedded, unit-length `query` vector.
+/// Arguments are assumed valid (checked by the caller).
+pub(crate) fn search(view: &View, query: &[f32], scope: &Scope, limit: usize, support_limit: usize) -> ThemeAnswer {
+    let Some(snap) = view.snapshot() else {
+        return ThemeAnswer::empty(Status::IndexNotReady, Some(IndexState::NotReady));
+    };
+    let dim = snap.dim();
+    let matrix = snap.embedding_matrix();
+    let normalized = snap.manifest.embedder.normalized;
+    let qn = dot(query, query).sqrt();
+    let scores: Vec<f32> = matrix
+        .chunks_exact(dim)
+        .map(|row| {
+            let s = dot(query, row);
+            if normalized {
+                s
+            } else {
+                let rn = dot(row, row).sqrt();
+                if rn > 0.0 && qn > 0.0 { s / (rn * qn) } else { 0.0 }
+            }
+        })
+        .collect();
+    let window = (limit.saturating_mul(3)).min(MAX_CANDIDATES);
+    let candidates = top_k(&scores, window);
+    let in_scope: Option<std::collections::HashSet<u32>> = match scope {
+        Scope::All => None,
+        Scope::Documents(keys) => Some(keys.iter().filter_map(|k| snap.document_index(k)).collect()),
+    };
+    let visible = |p: u32| -> bool {
+        !view.is_hidden(p)
+            && in_scope
+                .as_ref()
+                .is_none_or(|s| s.contains(&snap.passage_document[p as usize]))
+    };
+    let mut themes = Vec::new();
+    for &(c, score) in &candidates {
+        if themes.len() == limit {
+            break;
+        }
+        let members = snap.community_members.row(c as usize);
+        let mut per_passage: HashMap<u32, u32> = HashMap::new();
+        let mut named: Vec<(u32, u32)> = Vec::new(); // (entity, supporting passages)
+        for &e in members {
+            let mut n = 0u32;
+            for &p in snap.entity_passages.row(e as usize) {
+                if visible(p) {
+                    *per_passage.entry(p).or_insert(0) += 1;
+                    n += 1;
+                }
+            }
+            if n > 0 {
+                named.push((e, n));
+            }
+        }
+        if per_passage.is_empty() {
+            continue;
+        }
+        named.sort_by(|a, b| {
+            b.1.cmp(&a.1)
+                .then(snap.entity_degree[b.0 as usize].total_cmp(&snap.entity_degree[a.0 as usize]))
+                .then(snap.entity_names[a.0 as usize].cmp(&snap.entity_names[b.0 as usize]))
+        });
+        let mut passages: Vec<(u32, u32)> = per_passage.into_iter().collect();
+        passages.sort_by(|a, b| {
+            b.1.cmp(&a.1)
+                .then(snap.passage_position[a.0 as usize].cmp(&snap.passage_position[b.0 as usize]))
+                .then(a.0.cmp(&b.0))
+        });
+        passages.truncate(support_limit);
+        themes.push(Theme {
+            theme_id: c,
+            level: snap.community_level[c as usize],
+            score,
+            entities: named
+                .iter()
+                .take(MAX_THEME_ENTITIES)
+                .map(|&(e, _)| snap.entity_names[e as usize].clone())
+                .collect(),
+            passages: passages
+                .into_iter()
+                .map(|(p, n)| ThemePassage {
+                    evidence_id: snap.passage_ids[p as usize].clone(),
+                    document_key: snap.document_keys[snap.passage_document[p as usize] as usize].clone(),
+                    location: Location {
+                        position: snap.passage_position[p as usize],
+                    },
+                    num_members: n,
+                })
+                .collect(),
+        });
+    }
+    let truncated = themes.len() < limit && candidates.len() == window;
+    ThemeAnswer {
+        status: if themes.is_empty() { Status::NoMatch } else { Status::Ok },
+        truncated,
+        index_state: Some(IndexState::Ready),
+        run_id: Some(snap.run_id().to_owned()),
+        themes,
+        failures: Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn top_k_orders_by_score_then_index() {
+        let s = [0.1, 0.9, 0.5, 0.9, -1.0];
+        assert_eq!(top_k(&s, 3), vec![(1, 0.9), (3, 0.9), (2, 0.5)]);
+        assert_eq!(top_k(&s, 10).len(), 5);
+        assert!(top_k(&s, 0).is_empty());
+    }
+}

@@ -1,0 +1,446 @@
+//! An opened, validated, immutable run: the tables the queries need, in query-friendly form.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use arrow_array::cast::AsArray;
+use arrow_array::types::{Float32Type, Float64Type, Int32Type, UInt32Type};
+use arrow_array::{Array, FixedSizeListArray, RecordBatch};
+
+use crate::error::{EngineError, Result};
+use crate::format::reader::{column_no_nulls, read_parquet};
+use crate::format::schema::{
+    communities, concept_edges, concepts, document_concepts, documents, entities, membership,
+    mentions, passages, report_embeddings,
+};
+use crate::format::{Layout, Manifest, Verify, verify_run};
+use crate::store::mmap;
+
+/// Compressed sparse rows: the items of row `r` are `items[offsets[r]..offsets[r + 1]]`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Csr {
+    offsets: Vec<u32>,
+    items: Vec<u32>,
+}
+
+impl Csr {
+    /// Builds rows `0..num_rows` from `(row, item)` pairs (any order); items of a row keep the
+    /// pairs' relative order after a stable sort by row.
+    ///
+    /// # Panics
+    /// When a row is `>= num_rows` (a programmer error).
+    #[track_caller]
+    pub fn from_pairs(num_rows: usize, pairs: &[(u32, u32)]) -> Self {
+        let mut counts = vec![0u32; num_rows + 1];
+        for &(r, _) in pairs {
+            counts[r as usize + 1] += 1;
+        }
+        for i in 0..num_rows {
+            counts[i + 1] += counts[i];
+        }
+        let mut fill = counts.clone();
+        let mut items = vec![0u32; pairs.len()];
+        for &(r, it) in pairs {
+            items[fill[r as usize] as usize] = it;
+            fill[r as usize] += 1;
+        }
+        Self {
+            offsets: counts,
+            items,
+        }
+    }
+
+    /// The items of row `r`.
+    pub fn row(&self, r: usize) -> &[u32] {
+        &self.items[self.offsets[r] as usize..self.offsets[r + 1] as usize]
+    }
+
+    /// Number of rows.
+    pub fn num_rows(&self) -> usize {
+        self.offsets.len().saturating_sub(1)
+    }
+}
+
+/// The vocabulary of a run, for concept queries.
+#[derive(Debug, Clone, Default)]
+pub struct VocabularyTables {
+    /// Concept ids, in `concepts.parquet` order (sorted).
+    pub concept_ids: Vec<String>,
+    /// Preferred terms, parallel to `concept_ids`.
+    pub preferred_terms: Vec<String>,
+    /// Synonyms, parallel to `concept_ids`.
+    pub synonyms: Vec<Vec<String>>,
+    /// Concept id → index.
+    pub concept_index: HashMap<String, u32>,
+    /// `(child, parent, relation)` by concept index.
+    pub edges: Vec<(u32, u32, String)>,
+    /// `(node_field, document index, concept index)` rows of `document_concepts`.
+    pub document_concepts: Vec<(String, u32, u32)>,
+}
+
+/// One complete run, opened read-only. Immutable; shared between queries behind an `Arc`.
+#[derive(Debug)]
+pub struct Snapshot {
+    /// The run's folder.
+    pub dir: PathBuf,
+    /// Its manifest.
+    pub manifest: Manifest,
+    /// Document keys, sorted; a document's index is its position.
+    pub document_keys: Vec<String>,
+    /// Document titles.
+    pub document_titles: Vec<String>,
+    /// Whether linking found a concept in the document.
+    pub document_linked: Vec<bool>,
+    /// Publication years.
+    pub document_years: Vec<Option<i32>>,
+    document_index: HashMap<String, u32>,
+    /// Passage ids, in `passages.parquet` order (by document, then position).
+    pub passage_ids: Vec<String>,
+    /// Document index of each passage.
+    pub passage_document: Vec<u32>,
+    /// Position of each passage in its document.
+    pub passage_position: Vec<u32>,
+    /// Text of each passage.
+    pub passage_text: Vec<String>,
+    passage_index: HashMap<String, u32>,
+    /// Passages of each document (rows = documents).
+    pub document_passages: Csr,
+    /// Entity display names.
+    pub entity_names: Vec<String>,
+    /// Concept id of each entity.
+    pub entity_concepts: Vec<String>,
+    /// Weighted degree of each entity.
+    pub entity_degree: Vec<f64>,
+    /// Passages mentioning each entity, ascending (rows = entities).
+    pub entity_passages: Csr,
+    /// Level of each community.
+    pub community_level: Vec<u32>,
+    /// Parent of each community.
+    pub community_parent: Vec<Option<u32>>,
+    /// Member entities of each community, ascending (rows = communities).
+    pub community_members: Csr,
+    /// The vocabulary tables.
+    pub vocabulary: VocabularyTables,
+    embeddings: RecordBatch,
+    dim: usize,
+}
+
+impl Snapshot {
+    /// Opens the run `LATEST` names under `root`.
+    ///
+    /// # Errors
+    /// [`EngineError::NotReady`] when there is no `LATEST`; otherwise as [`Snapshot::open_run`].
+    pub fn open_latest(root: &Path) -> Result<Self> {
+        let layout = Layout::new(root);
+        let run_id = layout.read_latest()?.ok_or_else(|| EngineError::NotReady {
+            root: root.to_owned(),
+            reason: "no LATEST file: run `agrag-pipeline run` first".into(),
+        })?;
+        Self::open_run(&layout.run_dir(&run_id))
+    }
+
+    /// Opens the run in `dir`: reads and checks the manifest, checks every file's size, maps the
+    /// embedding matrix and reads the tables the queries need.
+    ///
+    /// # Errors
+    /// [`EngineError::UnsupportedFormat`] for an unknown format version;
+    /// [`EngineError::Corrupt`] for a file that is missing, of the wrong size, unreadable, of the
+    /// wrong schema, of another run, or inconsistent with the others; [`EngineError::Io`].
+    pub fn open_run(dir: &Path) -> Result<Self> {
+        let manifest = Manifest::read(dir)?;
+        verify_run(dir, &manifest, Verify::Sizes)?;
+        let run_id = Some(manifest.run_id.as_str());
+        let p = |f: &str| dir.join(f);
+
+        // Documents.
+        let path = p(documents::FILE);
+        let b = read_parquet(&path, &documents::schema(), run_id)?;
+        let keys = column_no_nulls::<arrow_array::StringArray>(&b, documents::DOCUMENT_KEY, &path)?;
+        let titles = column_no_nulls::<arrow_array::StringArray>(&b, documents::TITLE, &path)?;
+        let linked = column_no_nulls::<arrow_array::BooleanArray>(&b, documents::LINKED, &path)?;
+        let years = b
+            .column_by_name(documents::YEAR)
+            .ok_or_else(|| EngineError::corrupt(&path, "missing column \"year\""))?
+            .as_primitive::<Int32Type>();
+        let document_keys: Vec<String> = keys.iter().map(|s| s.unwrap_or_default().to_owned()).collect();
+        let document_titles = titles.iter().map(|s| s.unwrap_or_default().to_owned()).collect();
+        let document_linked = (0..linked.len()).map(|i| linked.value(i)).collect();
+        let document_years = (0..years.len())
+            .map(|i| years.is_valid(i).then(|| years.value(i)))
+            .collect();
+        let document_index = unique_index(&document_keys, &path, "document_key")?;
+
+        // Passages.
+        let path = p(passages::FILE);
+        let b = read_parquet(&path, &passages::schema(), run_id)?;
+        let ids = column_no_nulls::<arrow_array::StringArray>(&b, passages::PASSAGE_ID, &path)?;
+        let docs = column_no_nulls::<arrow_array::StringArray>(&b, passages::DOCUMENT_KEY, &path)?;
+        let pos = column_no_nulls::<arrow_array::UInt32Array>(&b, passages::POSITION, &path)?;
+        let text = column_no_nulls::<arrow_array::StringArray>(&b, passages::TEXT, &path)?;
+        let passage_ids: Vec<String> = ids.iter().map(|s| s.unwrap_or_default().to_owned()).collect();
+        let passage_index = unique_index(&passage_ids, &path, "passage_id")?;
+        let mut passage_document = Vec::with_capacity(b.num_rows());
+        for (row, key) in docs.iter().enumerate() {
+            let key = key.unwrap_or_default();
+            passage_document.push(*document_index.get(key).ok_or_else(|| {
+                EngineError::corrupt(&path, format!("row {row}: document_key {key:?} is not in documents.parquet"))
+            })?);
+        }
+        let passage_position = pos.values().to_vec();
+        let passage_text = text.iter().map(|s| s.unwrap_or_default().to_owned()).collect();
+        let doc_pairs: Vec<(u32, u32)> = passage_document
+            .iter()
+            .enumerate()
+            .map(|(i, &d)| (d, i as u32))
+            .collect();
+        let document_passages = Csr::from_pairs(document_keys.len(), &doc_pairs);
+
+        // Entities.
+        let path = p(entities::FILE);
+        let b = read_parquet(&path, &entities::schema(), run_id)?;
+        let eid = column_no_nulls::<arrow_array::UInt32Array>(&b, entities::ENTITY_ID, &path)?;
+        if eid.values().iter().enumerate().any(|(i, &e)| e as usize != i) {
+            return Err(EngineError::corrupt(&path, "entity_id must be dense from 0, in order"));
+        }
+        let entity_names = column_no_nulls::<arrow_array::StringArray>(&b, entities::NAME, &path)?
+            .iter()
+            .map(|s| s.unwrap_or_default().to_owned())
+            .collect();
+        let entity_concepts = column_no_nulls::<arrow_array::StringArray>(&b, entities::CONCEPT_ID, &path)?
+            .iter()
+            .map(|s| s.unwrap_or_default().to_owned())
+            .collect();
+        let entity_degree = b
+            .column_by_name(entities::DEGREE)
+            .ok_or_else(|| EngineError::corrupt(&path, "missing column \"degree\""))?
+            .as_primitive::<Float64Type>()
+            .values()
+            .to_vec();
+        let num_entities = eid.len();
+
+        // Mentions.
+        let path = p(mentions::FILE);
+        let b = read_parquet(&path, &mentions::schema(), run_id)?;
+        let me = column_no_nulls::<arrow_array::UInt32Array>(&b, mentions::ENTITY_ID, &path)?;
+        let mp = column_no_nulls::<arrow_array::StringArray>(&b, mentions::PASSAGE_ID, &path)?;
+        let mut pairs = Vec::with_capacity(b.num_rows());
+        for row in 0..b.num_rows() {
+            let e = me.value(row);
+            let pid = mp.value(row);
+            let passage = *passage_index.get(pid).ok_or_else(|| {
+                EngineError::corrupt(&path, format!("row {row}: passage_id {pid:?} is not in passages.parquet"))
+            })?;
+            if e as usize >= num_entities {
+                return Err(EngineError::corrupt(&path, format!("row {row}: entity_id {e} out of range")));
+            }
+            pairs.push((e, passage));
+        }
+        pairs.sort_unstable();
+        let entity_passages = Csr::from_pairs(num_entities, &pairs);
+
+        // Communities and membership.
+        let path = p(communities::FILE);
+        let b = read_parquet(&path, &communities::schema(), run_id)?;
+        let cid = column_no_nulls::<arrow_array::UInt32Array>(&b, communities::COMMUNITY_ID, &path)?;
+        if cid.values().iter().enumerate().any(|(i, &c)| c as usize != i) {
+            return Err(EngineError::corrupt(&path, "community_id must be dense from 0, in order"));
+        }
+        let community_level = column_no_nulls::<arrow_array::UInt32Array>(&b, communities::LEVEL, &path)?
+            .values()
+            .to_vec();
+        let parent = b
+            .column_by_name(communities::PARENT)
+            .ok_or_else(|| EngineError::corrupt(&path, "missing column \"parent\""))?
+            .as_primitive::<UInt32Type>();
+        let community_parent = (0..parent.len())
+            .map(|i| parent.is_valid(i).then(|| parent.value(i)))
+            .collect();
+        let num_communities = cid.len();
+        let path = p(membership::FILE);
+        let b = read_parquet(&path, &membership::schema(), run_id)?;
+        let ment = column_no_nulls::<arrow_array::UInt32Array>(&b, membership::ENTITY_ID, &path)?;
+        let mcom = column_no_nulls::<arrow_array::UInt32Array>(&b, membership::COMMUNITY_ID, &path)?;
+        let mut pairs = Vec::with_capacity(b.num_rows());
+        for row in 0..b.num_rows() {
+            let (e, c) = (ment.value(row), mcom.value(row));
+            if e as usize >= num_entities || c as usize >= num_communities {
+                return Err(EngineError::corrupt(&path, format!("row {row}: entity {e} or community {c} out of range")));
+            }
+            pairs.push((c, e));
+        }
+        pairs.sort_unstable();
+        let community_members = Csr::from_pairs(num_communities, &pairs);
+
+        // Report embeddings: mapped zero-copy from the IPC file.
+        let path = p(report_embeddings::IPC_FILE);
+        let dim = manifest.embedder.dim;
+        let buffer = mmap::map_file(&path)?;
+        let batches = mmap::decode_ipc_file(&path, &buffer)?;
+        let schema = report_embeddings::schema(dim);
+        let embeddings = match batches.len() {
+            0 => RecordBatch::new_empty(schema.clone()),
+            1 => batches.into_iter().next().unwrap_or_else(|| RecordBatch::new_empty(schema.clone())),
+            _ => arrow_select::concat::concat_batches(&batches[0].schema(), &batches)
+                .map_err(|e| EngineError::corrupt(&path, e.to_string()))?,
+        };
+        crate::format::reader::check_schema(&path, &embeddings.schema(), &schema)?;
+        if embeddings.num_rows() != num_communities {
+            return Err(EngineError::corrupt(
+                &path,
+                format!("{} embeddings for {num_communities} communities", embeddings.num_rows()),
+            ));
+        }
+
+        let vocabulary = read_vocabulary(dir, run_id, &document_index)?;
+        Ok(Self {
+            dir: dir.to_owned(),
+            manifest,
+            document_keys,
+            document_titles,
+            document_linked,
+            document_years,
+            document_index,
+            passage_ids,
+            passage_document,
+            passage_position,
+            passage_text,
+            passage_index,
+            document_passages,
+            entity_names,
+            entity_concepts,
+            entity_degree,
+            entity_passages,
+            community_level,
+            community_parent,
+            community_members,
+            vocabulary,
+            embeddings,
+            dim,
+        })
+    }
+
+    /// The run id.
+    pub fn run_id(&self) -> &str {
+        &self.manifest.run_id
+    }
+
+    /// Number of communities (themes).
+    pub fn num_communities(&self) -> usize {
+        self.community_level.len()
+    }
+
+    /// Number of passages.
+    pub fn num_passages(&self) -> usize {
+        self.passage_ids.len()
+    }
+
+    /// Embedding dimension.
+    pub fn dim(&self) -> usize {
+        self.dim
+    }
+
+    /// The report-embedding matrix, row-major, `num_communities × dim`.
+    pub fn embedding_matrix(&self) -> &[f32] {
+        let list: &FixedSizeListArray = self.embeddings.column(1).as_fixed_size_list();
+        list.values().as_primitive::<Float32Type>().values()
+    }
+
+    /// Index of document `key`.
+    pub fn document_index(&self, key: &str) -> Option<u32> {
+        self.document_index.get(key).copied()
+    }
+
+    /// Index of passage `id`.
+    pub fn passage_index(&self, id: &str) -> Option<u32> {
+        self.passage_index.get(id).copied()
+    }
+}
+
+fn unique_index(keys: &[String], path: &Path, column: &str) -> Result<HashMap<String, u32>> {
+    let mut map = HashMap::with_capacity(keys.len());
+    for (i, k) in keys.iter().enumerate() {
+        if map.insert(k.clone(), i as u32).is_some() {
+            return Err(EngineError::corrupt(path, format!("duplicate {column} {k:?} at row {i}")));
+        }
+    }
+    Ok(map)
+}
+
+fn read_vocabulary(
+    dir: &Path,
+    run_id: Option<&str>,
+    document_index: &HashMap<String, u32>,
+) -> Result<VocabularyTables> {
+    let path = dir.join(concepts::FILE);
+    let b = read_parquet(&path, &concepts::schema(), run_id)?;
+    let ids = column_no_nulls::<arrow_array::StringArray>(&b, concepts::CONCEPT_ID, &path)?;
+    let terms = column_no_nulls::<arrow_array::StringArray>(&b, concepts::PREFERRED_TERM, &path)?;
+    let syn = b
+        .column_by_name(concepts::SYNONYMS)
+        .ok_or_else(|| EngineError::corrupt(&path, "missing column \"synonyms\""))?
+        .as_list::<i32>();
+    let concept_ids: Vec<String> = ids.iter().map(|s| s.unwrap_or_default().to_owned()).collect();
+    let preferred_terms = terms.iter().map(|s| s.unwrap_or_default().to_owned()).collect();
+    let synonyms = (0..syn.len())
+        .map(|i| {
+            let v = syn.value(i);
+            v.as_string::<i32>()
+                .iter()
+                .map(|s| s.unwrap_or_default().to_owned())
+                .collect()
+        })
+        .collect();
+    let concept_index = unique_index(&concept_ids, &path, "concept_id")?;
+    let lookup = |id: &str, path: &Path, row: usize| {
+        concept_index.get(id).copied().ok_or_else(|| {
+            EngineError::corrupt(path, format!("row {row}: concept {id:?} is not in concepts.parquet"))
+        })
+    };
+    let path = dir.join(concept_edges::FILE);
+    let b = read_parquet(&path, &concept_edges::schema(), run_id)?;
+    let child = column_no_nulls::<arrow_array::StringArray>(&b, concept_edges::CHILD, &path)?;
+    let parent = column_no_nulls::<arrow_array::StringArray>(&b, concept_edges::PARENT, &path)?;
+    let rel = column_no_nulls::<arrow_array::StringArray>(&b, concept_edges::RELATION, &path)?;
+    let mut edges = Vec::with_capacity(b.num_rows());
+    for row in 0..b.num_rows() {
+        edges.push((
+            lookup(child.value(row), &path, row)?,
+            lookup(parent.value(row), &path, row)?,
+            rel.value(row).to_owned(),
+        ));
+    }
+    let path = dir.join(document_concepts::FILE);
+    let b = read_parquet(&path, &document_concepts::schema(), run_id)?;
+    let dk = column_no_nulls::<arrow_array::StringArray>(&b, document_concepts::DOCUMENT_KEY, &path)?;
+    let nf = column_no_nulls::<arrow_array::StringArray>(&b, document_concepts::NODE_FIELD, &path)?;
+    let dc = column_no_nulls::<arrow_array::StringArray>(&b, document_concepts::CONCEPT_ID, &path)?;
+    let mut document_concepts = Vec::with_capacity(b.num_rows());
+    for row in 0..b.num_rows() {
+        let d = *document_index.get(dk.value(row)).ok_or_else(|| {
+            EngineError::corrupt(&path, format!("row {row}: document_key {:?} is not in documents.parquet", dk.value(row)))
+        })?;
+        document_concepts.push((nf.value(row).to_owned(), d, lookup(dc.value(row), &path, row)?));
+    }
+    Ok(VocabularyTables {
+        concept_ids,
+        preferred_terms,
+        synonyms,
+        concept_index,
+        edges,
+        document_concepts,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn csr_rows() {
+        let c = Csr::from_pairs(3, &[(2, 7), (0, 1), (2, 8), (0, 3)]);
+        assert_eq!(c.row(0), &[1, 3]);
+        assert_eq!(c.row(1), &[] as &[u32]);
+        assert_eq!(c.row(2), &[7, 8]);
+        assert_eq!(c.num_rows(), 3);
+    }
+}

@@ -1,0 +1,3 @@
+//! Storage access: memory maps of snapshot files.
+
+pub mod mmap;

@@ -1,0 +1,40 @@
+//! [`View`]: one snapshot plus the visibility that applies to it, held for a query's lifetime.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use roaring::RoaringBitmap;
+
+use crate::snapshot::Snapshot;
+use crate::visibility::Visibility;
+
+/// What a query reads: an immutable snapshot (or none when the index is not ready) and the
+/// bitmap of its passages that are not visible, as of the query's start. Cheap to clone.
+#[derive(Debug, Clone, Default)]
+pub struct View {
+    pub(crate) snapshot: Option<Arc<Snapshot>>,
+    pub(crate) hidden: Arc<RoaringBitmap>,
+    pub(crate) states: Arc<HashMap<u32, Visibility>>,
+}
+
+impl View {
+    /// The snapshot, when one is served.
+    pub fn snapshot(&self) -> Option<&Arc<Snapshot>> {
+        self.snapshot.as_ref()
+    }
+
+    /// Whether passage row `p` is hidden, deleted or superseded.
+    pub fn is_hidden(&self, p: u32) -> bool {
+        self.hidden.contains(p)
+    }
+
+    /// Effective visibility of passage row `p`.
+    pub fn visibility(&self, p: u32) -> Visibility {
+        self.states.get(&p).copied().unwrap_or(Visibility::Visible)
+    }
+
+    /// Number of passages that are not visible.
+    pub fn num_hidden(&self) -> u64 {
+        self.hidden.len()
+    }
+}

@@ -1,0 +1,281 @@
+//! Live visibility flags (tombstones) in `<root>/visibility.sqlite`, outside every run.
+//!
+//! A flag is keyed by the stable `passage_id` or `document_key` (never a row offset) and holds
+//! a [`Visibility`] state, the time of the change and an optional reason. A document flag
+//! applies to all its passages; a passage's effective state is the more restrictive of its
+//! own flag and its document's (`visible` < `hidden` < `superseded` < `deleted`).
+//!
+//! The store is SQLite in WAL mode, so several processes may read and write it at once. Every
+//! change increments a version counter in the same transaction; an engine compares the counter
+//! before each query and rebuilds its bitmap of invisible passages only when it moved.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use rusqlite::{Connection, OptionalExtension, params};
+use serde::Serialize;
+
+use crate::error::{EngineError, Result};
+
+/// Visibility of a passage or document.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Visibility {
+    /// Returned by queries.
+    Visible,
+    /// Filtered at query time, kept in storage and in the next run's graph.
+    Hidden,
+    /// Replaced by a newer version: filtered now, left out of the next run.
+    Superseded,
+    /// Filtered now, left out of the next run.
+    Deleted,
+}
+
+impl Visibility {
+    /// The state's name as stored and as the CLI writes it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Visible => "visible",
+            Self::Hidden => "hidden",
+            Self::Superseded => "superseded",
+            Self::Deleted => "deleted",
+        }
+    }
+
+    /// Whether the next pipeline run leaves it out of the graph.
+    pub fn is_excluded_from_runs(self) -> bool {
+        matches!(self, Self::Deleted | Self::Superseded)
+    }
+}
+
+impl std::str::FromStr for Visibility {
+    type Err = EngineError;
+    fn from_str(s: &str) -> Result<Self> {
+        match s {
+            "visible" => Ok(Self::Visible),
+            "hidden" => Ok(Self::Hidden),
+            "superseded" => Ok(Self::Superseded),
+            "deleted" => Ok(Self::Deleted),
+            other => Err(EngineError::InvalidArgument {
+                field: "state",
+                value: other.to_owned(),
+                expected: "one of visible, hidden, deleted, superseded",
+            }),
+        }
+    }
+}
+
+/// What a flag is attached to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Target {
+    /// A passage, by `passage_id`.
+    Passage,
+    /// A document (all its passages), by `document_key`.
+    Document,
+}
+
+impl Target {
+    fn as_str(self) -> &'static str {
+        match self {
+            Self::Passage => "passage",
+            Self::Document => "document",
+        }
+    }
+}
+
+/// One stored flag.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Flag {
+    /// Passage or document.
+    pub target: Target,
+    /// The passage id or document key.
+    pub key: String,
+    /// The state.
+    pub state: Visibility,
+    /// When it was set (RFC 3339 UTC).
+    pub changed_at: String,
+    /// Why, when given.
+    pub reason: Option<String>,
+}
+
+/// A connection to `<root>/visibility.sqlite`.
+#[derive(Debug)]
+pub struct VisibilityStore {
+    conn: Connection,
+    path: PathBuf,
+}
+
+impl VisibilityStore {
+    /// Opens (creating when absent) the store at `path`, in WAL mode.
+    ///
+    /// # Errors
+    /// [`EngineError::Visibility`] when the file cannot be opened or is not a visibility store.
+    pub fn open(path: &Path) -> Result<Self> {
+        let err = |e: rusqlite::Error| EngineError::Visibility {
+            path: path.to_owned(),
+            reason: e.to_string(),
+        };
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| EngineError::io(parent, e))?;
+        }
+        let conn = Connection::open(path).map_err(err)?;
+        conn.busy_timeout(Duration::from_secs(10)).map_err(err)?;
+        conn.pragma_update(None, "journal_mode", "WAL").map_err(err)?;
+        conn.pragma_update(None, "synchronous", "NORMAL").map_err(err)?;
+        conn.execute_batch(
+            "CREATE TABLE IF NOT EXISTS flags (
+                 target TEXT NOT NULL CHECK (target IN ('passage', 'document')),
+                 key TEXT NOT NULL,
+                 state TEXT NOT NULL CHECK (state IN ('visible', 'hidden', 'superseded', 'deleted')),
+                 changed_at TEXT NOT NULL,
+                 reason TEXT,
+                 PRIMARY KEY (target, key)
+             );
+             CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
+             INSERT OR IGNORE INTO meta (name, value) VALUES ('version', 0);",
+        )
+        .map_err(err)?;
+        Ok(Self {
+            conn,
+            path: path.to_owned(),
+        })
+    }
+
+    fn err(&self, e: rusqlite::Error) -> EngineError {
+        EngineError::Visibility {
+            path: self.path.clone(),
+            reason: e.to_string(),
+        }
+    }
+
+    /// The change counter: it moves with every committed change, from any process.
+    ///
+    /// # Errors
+    /// [`EngineError::Visibility`] when the read fails.
+    pub fn version(&self) -> Result<i64> {
+        self.conn
+            .query_row("SELECT value FROM meta WHERE name = 'version'", [], |r| r.get(0))
+            .map_err(|e| self.err(e))
+    }
+
+    /// Sets the flag of `key` to `state` (setting `visible` removes the flag's effect but keeps
+    /// its history row), with the current time and an optional reason.
+    ///
+    /// # Errors
+    /// [`EngineError::InvalidArgument`] for an empty key; [`EngineError::Visibility`] when the
+    /// write fails.
+    pub fn set(&mut self, target: Target, key: &str, state: Visibility, reason: Option<&str>) -> Result<()> {
+        if key.is_empty() {
+            return Err(EngineError::InvalidArgument {
+                field: "key",
+                value: String::new(),
+                expected: "a non-empty passage id or document key",
+            });
+        }
+        let now = crate::format::writer::now_rfc3339();
+        let tx = self.conn.transaction().map_err(|e| EngineError::Visibility {
+            path: self.path.clone(),
+            reason: e.to_string(),
+        })?;
+        tx.execute(
+            "INSERT INTO flags (target, key, state, changed_at, reason) VALUES (?1, ?2, ?3, ?4, ?5)
+             ON CONFLICT (target, key) DO UPDATE SET state = ?3, changed_at = ?4, reason = ?5",
+            params![target.as_str(), key, state.as_str(), now, reason],
+        )
+        .and_then(|_| tx.execute("UPDATE meta SET value = value + 1 WHERE name = 'version'", []))
+        .and_then(|_| tx.commit())
+        .map_err(|e| EngineError::Visibility {
+            path: self.path.clone(),
+            reason: e.to_string(),
+        })?;
+        Ok(())
+    }
+
+    /// The flag of `key`, if one was ever set.
+    ///
+    /// # Errors
+    /// [`EngineError::Visibility`] when the read fails.
+    pub fn get(&self, target: Target, key: &str) -> Result<Option<Flag>> {
+        self.conn
+            .query_row(
+                "SELECT state, changed_at, reason FROM flags WHERE target = ?1 AND key = ?2",
+                params![target.as_str(), key],
+                |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?, r.get::<_, Option<String>>(2)?)),
+            )
+            .optional()
+            .map_err(|e| self.err(e))?
+            .map(|(state, changed_at, reason)| {
+                Ok(Flag {
+                    target,
+                    key: key.to_owned(),
+                    state: state.parse()?,
+                    changed_at,
+                    reason,
+                })
+            })
+            .transpose()
+    }
+
+    /// Every flag whose state is not `visible`, ordered by target then key.
+    ///
+    /// # Errors
+    /// [`EngineError::Visibility`] when the read fails.
+    pub fn list(&self) -> Result<Vec<Flag>> {
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT target, key, state, changed_at, reason FROM flags
+                 WHERE state <> 'visible' ORDER BY target, key",
+            )
+            .map_err(|e| self.err(e))?;
+        let rows = stmt
+            .query_map([], |r| {
+                Ok((
+                    r.get::<_, String>(0)?,
+                    r.get::<_, String>(1)?,
+                    r.get::<_, String>(2)?,
+                    r.get::<_, String>(3)?,
+                    r.get::<_, Option<String>>(4)?,
+                ))
+            })
+            .map_err(|e| self.err(e))?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (target, key, state, changed_at, reason) = row.map_err(|e| self.err(e))?;
+            out.push(Flag {
+                target: if target == "document" { Target::Document } else { Target::Passage },
+                key,
+                state: state.parse()?,
+                changed_at,
+                reason,
+            });
+        }
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn set_get_list_and_version() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("visibility.sqlite");
+        let mut a = VisibilityStore::open(&path).unwrap();
+        let b = VisibilityStore::open(&path).unwrap();
+        assert_eq!(b.version().unwrap(), 0);
+        a.set(Target::Passage, "d#0", Visibility::Hidden, Some("test")).unwrap();
+        a.set(Target::Document, "d2", Visibility::Deleted, None).unwrap();
+        // The other connection sees the change.
+        assert_eq!(b.version().unwrap(), 2);
+        let f = b.get(Target::Passage, "d#0").unwrap().unwrap();
+        assert_eq!((f.state, f.reason.as_deref()), (Visibility::Hidden, Some("test")));
+        assert_eq!(b.list().unwrap().len(), 2);
+        a.set(Target::Passage, "d#0", Visibility::Visible, None).unwrap();
+        assert_eq!(b.list().unwrap().len(), 1);
+        assert!(b.get(Target::Passage, "nope").unwrap().is_none());
+        assert!("gone".parse::<Visibility>().is_err());
+    }
+}

@@ -1,0 +1,2 @@
+//! Graphs: the co-occurrence builder (and the CSR used by detection).
+pub mod builder;

@@ -1,0 +1,323 @@
+//! Link: find vocabulary concepts in passages by dictionary matching.
+//!
+//! Every preferred term and synonym (plus a singular/plural variant) becomes a pattern of one
+//! Aho-Corasick automaton, matched ASCII-case-insensitively over overlapping matches. A match
+//! counts only when
+//! * it covers whole words (the characters around it are not letters or digits);
+//! * for a *case-sensitive* term — an acronym or any short term with an upper-case letter after
+//!   its first character, such as `WHO`, `HIV`, `pH` — the text matches it letter for letter,
+//!   so `WHO` (World Health Organization) never matches the word "who";
+//! * the term is not on the stoplist, and its concept is not a stoplisted generic heading
+//!   ([`DEFAULT_STOPLIST`]: check tags such as *Humans*, *Male*, and headings such as *Patients*,
+//!   *Time*, *Risk*, *Therapeutics*);
+//! * it is not inside a longer accepted match (longest match wins: "myocardial infarction"
+//!   hides "infarction").
+
+mod vocabulary;
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
+use serde::Serialize;
+
+pub use vocabulary::{
+    BROADER_FILE, BrokenCycle, CONCEPTS_FILE, Concept, SUBCLASS_OF, Vocabulary, load_vocabulary,
+};
+
+use crate::error::{PipelineError, Result};
+
+/// Generic headings and terms that are never linked, matched case-insensitively against a
+/// concept's preferred term and against each term string. They are MeSH check tags and
+/// headings that name the setting of nearly every abstract rather than its subject.
+pub const DEFAULT_STOPLIST: &[&str] = &[
+    // Check tags and demographic groups.
+    "Humans", "Animals", "Male", "Female", "Adult", "Aged", "Aged, 80 and over", "Middle Aged",
+    "Young Adult", "Adolescent", "Child", "Child, Preschool", "Infant", "Infant, Newborn",
+    "Pregnancy",
+    // Generic headings that match everyday words of scientific prose.
+    "Patients", "Time", "Time Factors", "Risk", "Risk Factors", "Therapeutics", "General Surgery",
+    "Research", "Methods", "Disease", "Syndrome", "Treatment Outcome", "Data", "Role",
+    "Population", "Report", "Publications", "Information", "Back", "Lead", "Rest", "Play",
+    "Light", "Set", "Length", "Weights and Measures", "Hand", "Face", "Pressure", "Temperature",
+    "Walking", "Work", "Language", "Nature", "Hope", "Safety", "Reading", "Sample Size",
+    "Probability", "Odds Ratio", "Confidence Intervals", "Statistics as Topic", "Hospitals",
+    "Research Design", "Surveys and Questionnaires", "Retrospective Studies", "Prospective Studies",
+    "Follow-Up Studies", "Cohort Studies", "Cross-Sectional Studies", "Prevalence", "Incidence",
+    "Diagnosis", "Therapy", "Treatment", "Surgery", "Study", "Studies", "Patient", "Group",
+    "Groups", "Control Groups", "Outcome", "Purpose", "Objective", "Background", "Results",
+    "Conclusion", "Age", "Mass", "Cells", "Cell", "Face", "Mouth", "Arm",
+];
+
+/// Linking parameters.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LinkConfig {
+    /// Terms shorter than this many characters are not linked unless case-sensitive (≥ 2).
+    pub min_term_chars: usize,
+    /// A term of at most this many characters with an upper-case letter after its first is
+    /// matched case-sensitively.
+    pub exact_case_max_chars: usize,
+    /// Also match the singular/plural variant of each term (`Statins` ↔ `Statin`).
+    pub plural_variants: bool,
+    /// Preferred terms or term strings never linked (case-insensitive).
+    pub stoplist: Vec<String>,
+}
+
+impl Default for LinkConfig {
+    fn default() -> Self {
+        Self {
+            min_term_chars: 4,
+            exact_case_max_chars: 6,
+            plural_variants: true,
+            stoplist: DEFAULT_STOPLIST.iter().map(|s| (*s).to_owned()).collect(),
+        }
+    }
+}
+
+/// Who a pattern links to, and whether case must match exactly.
+#[derive(Debug, Clone)]
+struct Target {
+    concept: u32,
+    /// `Some(term)`: the text must equal `term` byte for byte.
+    exact: Option<String>,
+    preferred: bool,
+}
+
+/// One accepted match.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Link {
+    /// Concept index in the vocabulary.
+    pub concept: u32,
+    /// Byte offset of the match start in the text.
+    pub start: usize,
+    /// Byte offset one past the match end.
+    pub end: usize,
+}
+
+/// A compiled dictionary linker over one vocabulary.
+#[derive(Debug)]
+pub struct Linker {
+    automaton: AhoCorasick,
+    targets: Vec<Vec<Target>>,
+}
+
+fn is_case_sensitive(term: &str, cfg: &LinkConfig) -> bool {
+    let n = term.chars().count();
+    n <= cfg.exact_case_max_chars && term.chars().skip(1).any(char::is_uppercase)
+        || !term.is_ascii()
+}
+
+fn plural_variant(term: &str) -> Option<String> {
+    let last = term.rsplit(' ').next().unwrap_or(term);
+    if last.len() < 4 || !last.chars().all(|c| c.is_ascii_alphabetic()) || term.contains(',') {
+        return None;
+    }
+    if let Some(stem) = term.strip_suffix("ies") {
+        return Some(format!("{stem}y"));
+    }
+    if term.ends_with("ss") || term.ends_with("us") || term.ends_with("is") {
+        return None;
+    }
+    if let Some(stem) = term.strip_suffix('s') {
+        return Some(stem.to_owned());
+    }
+    if let Some(stem) = term.strip_suffix('y')
+        && !stem.ends_with(['a', 'e', 'o', 'u'])
+    {
+        return Some(format!("{stem}ies"));
+    }
+    Some(format!("{term}s"))
+}
+
+impl Linker {
+    /// Compiles the linker.
+    ///
+    /// # Errors
+    /// [`PipelineError::InvalidConfig`] for `min_term_chars` < 2;
+    /// [`PipelineError::Internal`] when the automaton cannot be built.
+    pub fn new(vocab: &Vocabulary, cfg: &LinkConfig) -> Result<Self> {
+        if cfg.min_term_chars < 2 {
+            return Err(PipelineError::InvalidConfig {
+                field: "min_term_chars",
+                value: cfg.min_term_chars.to_string(),
+                expected: "at least 2",
+            });
+        }
+        let stop: HashSet<String> = cfg.stoplist.iter().map(|s| s.to_lowercase()).collect();
+        // Pattern key (ASCII-lower-cased) → targets.
+        let mut by_key: BTreeMap<String, Vec<Target>> = BTreeMap::new();
+        for (ci, concept) in vocab.concepts.iter().enumerate() {
+            if stop.contains(&concept.preferred_term.to_lowercase()) {
+                continue;
+            }
+            let ci = ci as u32;
+            let terms = std::iter::once((&concept.preferred_term, true))
+                .chain(concept.synonyms.iter().map(|s| (s, false)));
+            for (term, preferred) in terms {
+                let mut variants = vec![(term.clone(), preferred)];
+                if cfg.plural_variants
+                    && let Some(v) = plural_variant(term)
+                {
+                    variants.push((v, preferred));
+                }
+                for (t, preferred) in variants {
+                    if stop.contains(&t.to_lowercase()) {
+                        continue;
+                    }
+                    let exact = is_case_sensitive(&t, cfg);
+                    let n = t.chars().count();
+                    if n < 2 || (!exact && n < cfg.min_term_chars) {
+                        continue;
+                    }
+                    by_key.entry(t.to_ascii_lowercase()).or_default().push(Target {
+                        concept: ci,
+                        exact: exact.then(|| t.clone()),
+                        preferred,
+                    });
+                }
+            }
+        }
+        let mut keys = Vec::with_capacity(by_key.len());
+        let mut targets = Vec::with_capacity(by_key.len());
+        for (key, mut ts) in by_key {
+            // A string that is some concept's preferred term links to that concept only.
+            if ts.iter().any(|t| t.preferred) {
+                ts.retain(|t| t.preferred);
+            }
+            ts.sort_by(|a, b| (a.concept, &a.exact).cmp(&(b.concept, &b.exact)));
+            ts.dedup_by(|a, b| a.concept == b.concept && a.exact == b.exact);
+            keys.push(key);
+            targets.push(ts);
+        }
+        let automaton = AhoCorasickBuilder::new()
+            .ascii_case_insensitive(true)
+            .match_kind(MatchKind::Standard)
+            .build(&keys)
+            .map_err(|e| PipelineError::Internal(format!("cannot build the term automaton: {e}")))?;
+        Ok(Self { automaton, targets })
+    }
+
+    /// Number of distinct patterns.
+    pub fn num_patterns(&self) -> usize {
+        self.targets.len()
+    }
+
+    /// Every accepted match in `text`, ordered by start offset.
+    pub fn find(&self, text: &str) -> Vec<Link> {
+        let bytes = text.as_bytes();
+        let is_word = |i: usize| -> bool {
+            // Look at the whole character around byte i.
+            text[..i].chars().next_back().is_some_and(char::is_alphanumeric)
+        };
+        let mut spans: Vec<(usize, usize, usize)> = Vec::new(); // (start, end, pattern)
+        for m in self.automaton.find_overlapping_iter(text) {
+            let (s, e) = (m.start(), m.end());
+            if !text.is_char_boundary(s) || !text.is_char_boundary(e) {
+                continue;
+            }
+            if is_word(s) || text[e..].chars().next().is_some_and(char::is_alphanumeric) {
+                continue;
+            }
+            spans.push((s, e, m.pattern().as_usize()));
+        }
+        // Longest first, then leftmost; accept spans that do not overlap an accepted one.
+        spans.sort_by(|a, b| (b.1 - b.0, a.0).cmp(&(a.1 - a.0, b.0)));
+        let mut taken: Vec<(usize, usize)> = Vec::new();
+        let mut links = Vec::new();
+        for (s, e, p) in spans {
+            let matched = &bytes[s..e];
+            let concepts: Vec<u32> = self.targets[p]
+                .iter()
+                .filter(|t| t.exact.as_ref().is_none_or(|x| x.as_bytes() == matched))
+                .map(|t| t.concept)
+                .collect();
+            if concepts.is_empty() || taken.iter().any(|&(ts, te)| s < te && ts < e) {
+                continue;
+            }
+            taken.push((s, e));
+            for concept in concepts {
+                links.push(Link {
+                    concept,
+                    start: s,
+                    end: e,
+                });
+            }
+        }
+        links.sort_by_key(|l| (l.start, l.concept));
+        links.dedup();
+        links
+    }
+
+    /// The concepts found in `text` with how often each occurs, sorted by concept index.
+    pub fn concepts_in(&self, text: &str) -> Vec<(u32, u32)> {
+        let mut counts: HashMap<u32, u32> = HashMap::new();
+        for l in self.find(text) {
+            *counts.entry(l.concept).or_insert(0) += 1;
+        }
+        let mut v: Vec<(u32, u32)> = counts.into_iter().collect();
+        v.sort_unstable();
+        v
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn vocab() -> Vocabulary {
+        let c = |id: &str, t: &str, s: &[&str]| Concept {
+            id: id.into(),
+            preferred_term: t.into(),
+            synonyms: s.iter().map(|x| (*x).into()).collect(),
+        };
+        Vocabulary::from_parts(
+            vec![
+                c("D1", "Myocardial Infarction", &["Heart Attack"]),
+                c("D2", "Infarction", &[]),
+                c("D3", "World Health Organization", &["WHO"]),
+                c("D4", "Humans", &["Human"]),
+                c("D5", "Hydroxymethylglutaryl-CoA Reductase Inhibitors", &["Statins"]),
+                c("D6", "Mortality", &[]),
+            ],
+            &[],
+            "v".into(),
+        )
+        .unwrap()
+    }
+
+    fn ids(l: &Linker, v: &Vocabulary, text: &str) -> Vec<String> {
+        l.concepts_in(text)
+            .into_iter()
+            .map(|(c, n)| format!("{}x{n}", v.concepts[c as usize].id))
+            .collect()
+    }
+
+    #[test]
+    fn longest_match_whole_words_and_plurals() {
+        let v = vocab();
+        let l = Linker::new(&v, &LinkConfig::default()).unwrap();
+        assert_eq!(
+            ids(&l, &v, "Does a statin reduce mortality after myocardial infarction? Infarction."),
+            vec!["D1x1", "D2x1", "D5x1", "D6x1"]
+        );
+        assert_eq!(ids(&l, &v, "heart attacks"), vec!["D1x1"]);
+        // Not inside another word.
+        assert!(ids(&l, &v, "Infarctional mortalityx").is_empty());
+    }
+
+    #[test]
+    fn acronyms_are_case_sensitive_and_stoplist_applies() {
+        let v = vocab();
+        let l = Linker::new(&v, &LinkConfig::default()).unwrap();
+        assert!(ids(&l, &v, "Patients who were human").is_empty());
+        assert_eq!(ids(&l, &v, "guidelines of the WHO"), vec!["D3x1"]);
+    }
+
+    #[test]
+    fn plural_variants() {
+        assert_eq!(plural_variant("Statins").as_deref(), Some("Statin"));
+        assert_eq!(plural_variant("Therapy").as_deref(), Some("Therapies"));
+        assert_eq!(plural_variant("Arteries").as_deref(), Some("Artery"));
+        assert_eq!(plural_variant("Virus"), None);
+        assert_eq!(plural_variant("Infarction, Myocardial"), None);
+    }
+}
