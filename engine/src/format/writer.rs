@@ -146,7 +146,7 @@ impl RunWriter {
         let props = WriterProperties::builder()
             .set_compression(Compression::SNAPPY)
             .set_statistics_enabled(EnabledStatistics::Page)
-            .set_max_row_group_size(ROW_GROUP_ROWS)
+            .set_max_row_group_row_count(Some(ROW_GROUP_ROWS))
             .set_sorting_columns(Some(sorting))
             .set_created_by(format!("agrag {}", env!("CARGO_PKG_VERSION")))
             .set_key_value_metadata(Some(vec![
