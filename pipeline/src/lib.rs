@@ -4,3 +4,5 @@
 pub mod error;
 
 pub use error::{PipelineError, Result};
+pub mod graph;
+pub mod leiden;

@@ -1,0 +1,590 @@
+//! Weighted undirected graph in compressed sparse row (CSR) form.
+
+use rayon::prelude::*;
+
+use crate::error::{PipelineError, Result};
+
+/// Rows per parallel task when a CSR is sorted or scanned.
+const ROWS_PER_TASK: usize = 4096;
+
+/// A weighted undirected graph held in compressed sparse row (CSR) form.
+///
+/// Node ids are `u32` in `0..num_nodes()`. Every undirected edge `{u, v}` with `u != v` is stored
+/// twice, once in the row of each end, with its neighbors sorted by id and each pair present once.
+/// A self-loop `{u, u}` is not stored in the rows: its weight is kept apart
+/// ([`Graph::self_loop_weight`]).
+///
+/// Memory: `8·(n+1)` bytes of offsets, `12` bytes per stored half-edge (`u32` id + `f64` weight),
+/// and `16·n` bytes of self-loop weights and weighted degrees, i.e. about
+/// `24·|E| + 24·|V|` bytes ([`Graph::size_bytes`]).
+///
+/// Conventions follow igraph's modularity: a self-loop of weight `w` adds `2w` to the weighted
+/// degree of its node and `w` to [`Graph::total_weight`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct Graph {
+    /// `offsets[u]..offsets[u + 1]` is the row of `u` in `targets` / `weights`.
+    offsets: Vec<usize>,
+    /// Neighbor ids, sorted within each row.
+    targets: Vec<u32>,
+    /// Weights aligned with `targets`, all finite and `> 0`.
+    weights: Vec<f64>,
+    /// Self-loop weight of each node (`0.0` when it has none).
+    self_loops: Vec<f64>,
+    /// Weighted degree of each node: row sum plus twice the self-loop.
+    degrees: Vec<f64>,
+    /// Sum of the weights of the undirected edges, each counted once (self-loops included).
+    total_weight: f64,
+    /// Number of distinct undirected pairs, self-loops included.
+    num_edges: usize,
+}
+
+impl Graph {
+    /// Builds a graph on nodes `0..num_nodes` from undirected weighted edges `(u, v, w)`.
+    ///
+    /// # Input policy
+    /// * Duplicate and reciprocal edges (`(u, v, a)` and `(v, u, b)`, in any order) are merged into
+    ///   one edge of weight `a + b`.
+    /// * A weight that is NaN, infinite or negative is an error naming the edge.
+    /// * Zero weights are dropped (the edge does not exist).
+    /// * A self-loop `(u, u, w)` is kept; following igraph's modularity convention it adds `2w`
+    ///   to the weighted degree of `u` and `w` to [`Graph::total_weight`].
+    /// * Nodes with no edge are allowed (isolates).
+    ///
+    /// # Errors
+    /// * [`PipelineError::NodeOutOfRange`] when an end is `>= num_nodes` (checked first).
+    /// * [`PipelineError::InvalidWeight`] for a NaN, infinite or negative weight, with the 0-based
+    ///   index of the edge in `edges` and its ends.
+    /// * [`PipelineError::InvalidConfig`] when `num_nodes` exceeds `u32::MAX` (ids are `u32`).
+    ///
+    /// # Complexity
+    /// Time **O(|V| + |E| log d_max)** (rows are sorted; already sorted rows cost O(d)), rows sorted in
+    /// parallel with Rayon; auxiliary space **O(|V|)** beyond the result.
+    ///
+    /// # Determinism
+    /// The result does not depend on the thread count: merged weights are summed in input order.
+    ///
+    /// # Examples
+    /// ```
+    /// use agrag_pipeline::graph::Graph;
+    /// let g = Graph::from_edges(3, &[(0, 1, 1.0), (1, 0, 2.0), (1, 2, 0.5), (2, 2, 1.0)])?;
+    /// assert_eq!(g.num_edges(), 3); // {0,1} merged, {1,2}, and the self-loop {2,2}
+    /// assert_eq!(g.weighted_degree(1), 3.5);
+    /// assert_eq!(g.weighted_degree(2), 2.5); // 0.5 + 2 * 1.0
+    /// assert_eq!(g.total_weight(), 4.5);
+    /// # Ok::<(), agrag_pipeline::PipelineError>(())
+    /// ```
+    pub fn from_edges(num_nodes: usize, edges: &[(u32, u32, f64)]) -> Result<Graph> {
+        if u32::try_from(num_nodes).is_err() {
+            return Err(PipelineError::InvalidConfig {
+                field: "num_nodes",
+                value: num_nodes.to_string(),
+                expected: "at most 4294967295 (node ids are u32)",
+            });
+        }
+        for (index, &(u, v, _)) in edges.iter().enumerate() {
+            for node in [u, v] {
+                if node as usize >= num_nodes {
+                    return Err(PipelineError::NodeOutOfRange {
+                        index,
+                        node: u64::from(node),
+                        num_nodes,
+                    });
+                }
+            }
+        }
+        for (index, &(u, v, w)) in edges.iter().enumerate() {
+            if !w.is_finite() || w < 0.0 {
+                return Err(PipelineError::InvalidWeight {
+                    index,
+                    source_node: u64::from(u),
+                    target_node: u64::from(v),
+                    weight: w,
+                });
+            }
+        }
+        let mut builder = CsrBuilder::new(num_nodes);
+        for &(u, v, w) in edges {
+            builder.count(u, v, w);
+        }
+        builder.allocate();
+        for &(u, v, w) in edges {
+            builder.place(u, v, w);
+        }
+        Ok(builder.finish())
+    }
+
+    /// Builds a graph from already validated parts; rows must be sorted, duplicate-free, without
+    /// self-loops, symmetric, and weights finite and `> 0`. Degrees and totals are derived.
+    pub(crate) fn from_csr_parts(
+        offsets: Vec<usize>,
+        targets: Vec<u32>,
+        weights: Vec<f64>,
+        self_loops: Vec<f64>,
+    ) -> Graph {
+        debug_assert_eq!(offsets.len(), self_loops.len() + 1);
+        debug_assert_eq!(targets.len(), weights.len());
+        let n = self_loops.len();
+        let degrees: Vec<f64> = (0..n)
+            .into_par_iter()
+            .with_min_len(ROWS_PER_TASK)
+            .map(|u| {
+                let row: f64 = weights[offsets[u]..offsets[u + 1]].iter().sum();
+                row + 2.0 * self_loops[u]
+            })
+            .collect();
+        // Fixed-size chunks summed in order: the total does not depend on the thread count.
+        let total_weight = chunked_sum(&degrees) / 2.0;
+        let num_edges = targets.len() / 2 + self_loops.iter().filter(|&&w| w > 0.0).count();
+        Graph {
+            offsets,
+            targets,
+            weights,
+            self_loops,
+            degrees,
+            total_weight,
+            num_edges,
+        }
+    }
+
+    /// Number of nodes `|V|`, isolates included.
+    pub fn num_nodes(&self) -> usize {
+        self.self_loops.len()
+    }
+
+    /// Number of distinct undirected edges `|E|`: each merged pair `{u, v}` counts once, and each
+    /// node with a self-loop counts once.
+    pub fn num_edges(&self) -> usize {
+        self.num_edges
+    }
+
+    /// The neighbors of `u` other than `u` itself, as `(neighbor, weight)`, sorted by neighbor id.
+    ///
+    /// The self-loop of `u`, if any, is not listed: see [`Graph::self_loop_weight`].
+    ///
+    /// # Panics
+    /// When `u >= num_nodes()`.
+    #[track_caller]
+    pub fn neighbors(&self, u: u32) -> impl ExactSizeIterator<Item = (u32, f64)> + '_ {
+        let (targets, weights) = self.row(u);
+        targets.iter().copied().zip(weights.iter().copied())
+    }
+
+    /// The row of `u` as parallel slices of neighbor ids and weights (self-loop excluded).
+    ///
+    /// # Panics
+    /// When `u >= num_nodes()`.
+    #[track_caller]
+    #[inline]
+    pub fn row(&self, u: u32) -> (&[u32], &[f64]) {
+        let (start, end) = (self.offsets[u as usize], self.offsets[u as usize + 1]);
+        (&self.targets[start..end], &self.weights[start..end])
+    }
+
+    /// Number of neighbors of `u` other than `u` itself.
+    ///
+    /// # Panics
+    /// When `u >= num_nodes()`.
+    #[track_caller]
+    #[inline]
+    pub fn degree(&self, u: u32) -> usize {
+        self.offsets[u as usize + 1] - self.offsets[u as usize]
+    }
+
+    /// Weight of the self-loop of `u` (`0.0` when there is none).
+    ///
+    /// # Panics
+    /// When `u >= num_nodes()`.
+    #[track_caller]
+    #[inline]
+    pub fn self_loop_weight(&self, u: u32) -> f64 {
+        self.self_loops[u as usize]
+    }
+
+    /// Weighted degree `k_u`: the sum of the weights of the edges at `u`, a self-loop counting
+    /// twice (igraph's convention). The sum over all nodes is `2 · total_weight()`.
+    ///
+    /// # Panics
+    /// When `u >= num_nodes()`.
+    #[track_caller]
+    #[inline]
+    pub fn weighted_degree(&self, u: u32) -> f64 {
+        self.degrees[u as usize]
+    }
+
+    /// All weighted degrees, indexed by node.
+    pub fn weighted_degrees(&self) -> &[f64] {
+        &self.degrees
+    }
+
+    /// `m`, the sum of the weights of the undirected edges, each counted once (self-loops
+    /// included once).
+    pub fn total_weight(&self) -> f64 {
+        self.total_weight
+    }
+
+    /// Heap memory held by the CSR arrays (offsets, neighbor ids, weights, self-loops, degrees),
+    /// in bytes.
+    pub fn size_bytes(&self) -> usize {
+        self.offsets.capacity() * size_of::<usize>()
+            + self.targets.capacity() * size_of::<u32>()
+            + self.weights.capacity() * size_of::<f64>()
+            + self.self_loops.capacity() * size_of::<f64>()
+            + self.degrees.capacity() * size_of::<f64>()
+    }
+
+    /// The subgraph induced by `nodes`, renumbered `0..nodes.len()` in the order given.
+    ///
+    /// Node `nodes[i]` becomes node `i`; edges with an end outside `nodes` are dropped and
+    /// self-loops are kept.
+    ///
+    /// # Errors
+    /// [`PipelineError::NodeOutOfRange`] when a listed node is `>= num_nodes()` (`index` is its
+    /// position in `nodes`), [`PipelineError::InvalidConfig`] when a node is listed twice.
+    ///
+    /// # Complexity
+    /// Time **O(|V| + Σ deg(nodes) · log d)**; auxiliary space **O(|V|)**.
+    pub fn induced_subgraph(&self, nodes: &[u32]) -> Result<Graph> {
+        let n = self.num_nodes();
+        let mut local = vec![u32::MAX; n];
+        for (i, &v) in nodes.iter().enumerate() {
+            if v as usize >= n {
+                return Err(PipelineError::NodeOutOfRange {
+                    index: i,
+                    node: u64::from(v),
+                    num_nodes: n,
+                });
+            }
+            if local[v as usize] != u32::MAX {
+                return Err(PipelineError::InvalidConfig {
+                    field: "nodes",
+                    value: v.to_string(),
+                    expected: "each node listed once",
+                });
+            }
+            local[v as usize] = i as u32;
+        }
+        Ok(self.induced_with_local(nodes, |u| {
+            let l = local[u as usize];
+            (l != u32::MAX).then_some(l)
+        }))
+    }
+
+    /// The subgraph induced by `nodes` (distinct, in range), where `local(u)` gives the new id of
+    /// `u`, or `None` when `u` is not in `nodes`. Rows are sorted by new id.
+    pub(crate) fn induced_with_local(
+        &self,
+        nodes: &[u32],
+        local: impl Fn(u32) -> Option<u32>,
+    ) -> Graph {
+        let mut offsets = Vec::with_capacity(nodes.len() + 1);
+        offsets.push(0);
+        let mut targets = Vec::new();
+        let mut weights = Vec::new();
+        let mut self_loops = Vec::with_capacity(nodes.len());
+        let mut row: Vec<(u32, f64)> = Vec::new();
+        for &v in nodes {
+            row.clear();
+            let (ts, ws) = self.row(v);
+            for (&u, &w) in ts.iter().zip(ws) {
+                if let Some(l) = local(u) {
+                    row.push((l, w));
+                }
+            }
+            if !row.is_sorted_by_key(|&(l, _)| l) {
+                row.sort_by_key(|&(l, _)| l);
+            }
+            targets.extend(row.iter().map(|&(l, _)| l));
+            weights.extend(row.iter().map(|&(_, w)| w));
+            offsets.push(targets.len());
+            self_loops.push(self.self_loops[v as usize]);
+        }
+        Graph::from_csr_parts(offsets, targets, weights, self_loops)
+    }
+}
+
+/// Sum of `values` in fixed chunks added in order, so the result is the same for any thread
+/// count (a plain parallel `sum` is not: its tree depends on scheduling).
+pub(crate) fn chunked_sum(values: &[f64]) -> f64 {
+    const CHUNK: usize = 1 << 14;
+    let partial: Vec<f64> = values
+        .par_chunks(CHUNK)
+        .map(|c| c.iter().sum::<f64>())
+        .collect();
+    partial.iter().sum()
+}
+
+/// Two-pass CSR construction: count, allocate, place, then sort and merge each row.
+pub(crate) struct CsrBuilder {
+    /// Degree counts, then row cursors.
+    cursor: Vec<usize>,
+    offsets: Vec<usize>,
+    targets: Vec<u32>,
+    weights: Vec<f64>,
+    self_loops: Vec<f64>,
+}
+
+impl CsrBuilder {
+    /// A builder for `num_nodes` nodes (`<= u32::MAX`).
+    pub(crate) fn new(num_nodes: usize) -> Self {
+        CsrBuilder {
+            cursor: vec![0; num_nodes],
+            offsets: Vec::new(),
+            targets: Vec::new(),
+            weights: Vec::new(),
+            self_loops: vec![0.0; num_nodes],
+        }
+    }
+
+    /// First pass: counts a validated edge (ends in range, weight finite and `>= 0`).
+    #[inline]
+    pub(crate) fn count(&mut self, u: u32, v: u32, w: f64) {
+        if w > 0.0 && u != v {
+            self.cursor[u as usize] += 1;
+            self.cursor[v as usize] += 1;
+        }
+    }
+
+    /// Between the passes: turns counts into offsets.
+    pub(crate) fn allocate(&mut self) {
+        let n = self.cursor.len();
+        let mut offsets = Vec::with_capacity(n + 1);
+        let mut acc = 0usize;
+        offsets.push(0);
+        for c in &mut self.cursor {
+            let d = *c;
+            *c = acc;
+            acc += d;
+            offsets.push(acc);
+        }
+        self.offsets = offsets;
+        self.targets = vec![0; acc];
+        self.weights = vec![0.0; acc];
+    }
+
+    /// Second pass: places the same edge, in the same order as counted.
+    #[inline]
+    pub(crate) fn place(&mut self, u: u32, v: u32, w: f64) {
+        if w > 0.0 {
+            if u == v {
+                self.self_loops[u as usize] += w;
+            } else {
+                let cu = &mut self.cursor[u as usize];
+                self.targets[*cu] = v;
+                self.weights[*cu] = w;
+                *cu += 1;
+                let cv = &mut self.cursor[v as usize];
+                self.targets[*cv] = u;
+                self.weights[*cv] = w;
+                *cv += 1;
+            }
+        }
+    }
+
+    /// Sorts each row, merges duplicates (summing weights in placement order) and compacts.
+    pub(crate) fn finish(self) -> Graph {
+        let CsrBuilder {
+            cursor,
+            offsets,
+            mut targets,
+            mut weights,
+            self_loops,
+        } = self;
+        drop(cursor);
+        let n = self_loops.len();
+        // Sort + merge each row in place, in parallel over contiguous blocks of rows; each row
+        // records its merged length.
+        let mut lens = vec![0usize; n];
+        {
+            let mut jobs = Vec::with_capacity(n / ROWS_PER_TASK + 1);
+            let (mut t_rest, mut w_rest, mut l_rest) = (&mut targets[..], &mut weights[..], &mut lens[..]);
+            let mut start = 0;
+            while start < n {
+                let end = (start + ROWS_PER_TASK).min(n);
+                let len = offsets[end] - offsets[start];
+                let (t, tr) = t_rest.split_at_mut(len);
+                let (w, wr) = w_rest.split_at_mut(len);
+                let (l, lr) = l_rest.split_at_mut(end - start);
+                jobs.push((start, t, w, l));
+                (t_rest, w_rest, l_rest) = (tr, wr, lr);
+                start = end;
+            }
+            jobs.into_par_iter().for_each(|(start, t, w, l)| {
+                let base = offsets[start];
+                let mut buf: Vec<(u32, f64)> = Vec::new();
+                for (i, len) in l.iter_mut().enumerate() {
+                    let (a, b) = (offsets[start + i] - base, offsets[start + i + 1] - base);
+                    *len = sort_merge_row(&mut t[a..b], &mut w[a..b], &mut buf);
+                }
+            });
+        }
+        let merged: usize = lens.iter().sum();
+        let (targets, weights, offsets) = if merged == targets.len() {
+            (targets, weights, offsets)
+        } else {
+            let mut new_offsets = Vec::with_capacity(n + 1);
+            new_offsets.push(0);
+            let mut write = 0;
+            for u in 0..n {
+                let start = offsets[u];
+                for k in 0..lens[u] {
+                    targets[write + k] = targets[start + k];
+                    weights[write + k] = weights[start + k];
+                }
+                write += lens[u];
+                new_offsets.push(write);
+            }
+            targets.truncate(write);
+            targets.shrink_to_fit();
+            weights.truncate(write);
+            weights.shrink_to_fit();
+            (targets, weights, new_offsets)
+        };
+        Graph::from_csr_parts(offsets, targets, weights, self_loops)
+    }
+}
+
+/// Sorts a row by neighbor id (stable, so equal ids keep placement order), merges equal ids by
+/// summing their weights, and returns the merged length (the merged row is at the front).
+fn sort_merge_row(t: &mut [u32], w: &mut [f64], buf: &mut Vec<(u32, f64)>) -> usize {
+    if t.is_empty() {
+        return 0;
+    }
+    if !t.is_sorted() {
+        buf.clear();
+        buf.extend(t.iter().copied().zip(w.iter().copied()));
+        buf.sort_by_key(|&(x, _)| x);
+        for (i, &(x, y)) in buf.iter().enumerate() {
+            t[i] = x;
+            w[i] = y;
+        }
+    }
+    let mut write = 0;
+    for read in 1..t.len() {
+        if t[read] == t[write] {
+            w[write] += w[read];
+        } else {
+            write += 1;
+            t[write] = t[read];
+            w[write] = w[read];
+        }
+    }
+    write + 1
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn edges_of(g: &Graph) -> Vec<(u32, u32, f64)> {
+        let mut out = Vec::new();
+        for u in 0..g.num_nodes() as u32 {
+            for (v, w) in g.neighbors(u) {
+                if u < v {
+                    out.push((u, v, w));
+                }
+            }
+            if g.self_loop_weight(u) > 0.0 {
+                out.push((u, u, g.self_loop_weight(u)));
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn duplicate_and_reciprocal_edges_are_summed_in_any_order() {
+        let a = Graph::from_edges(3, &[(0, 1, 1.0), (1, 0, 2.0), (0, 1, 0.5), (2, 1, 1.0)]).unwrap();
+        let b = Graph::from_edges(3, &[(1, 2, 1.0), (0, 1, 0.5), (1, 0, 2.0), (1, 0, 1.0)]).unwrap();
+        assert_eq!(edges_of(&a), vec![(0, 1, 3.5), (1, 2, 1.0)]);
+        assert_eq!(edges_of(&a), edges_of(&b));
+        assert_eq!(a.num_edges(), 2);
+        assert_eq!(a.total_weight(), 4.5);
+        assert_eq!(a.weighted_degree(1), 4.5);
+    }
+
+    #[test]
+    fn invalid_weights_name_the_edge() {
+        for bad in [f64::NAN, f64::INFINITY, f64::NEG_INFINITY, -1.0] {
+            let err = Graph::from_edges(4, &[(0, 1, 1.0), (2, 3, bad)]).unwrap_err();
+            match err {
+                PipelineError::InvalidWeight {
+                    index,
+                    source_node,
+                    target_node,
+                    weight,
+                } => {
+                    assert_eq!((index, source_node, target_node), (1, 2, 3));
+                    assert!(weight.is_nan() == bad.is_nan());
+                }
+                other => panic!("unexpected {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn zero_weights_are_dropped() {
+        let g = Graph::from_edges(3, &[(0, 1, 0.0), (1, 2, 1.0), (2, 2, 0.0)]).unwrap();
+        assert_eq!(g.num_edges(), 1);
+        assert_eq!(g.degree(0), 0);
+        assert_eq!(g.self_loop_weight(2), 0.0);
+    }
+
+    #[test]
+    fn out_of_range_node_is_an_error() {
+        let err = Graph::from_edges(2, &[(0, 1, 1.0), (1, 2, 1.0)]).unwrap_err();
+        assert!(matches!(
+            err,
+            PipelineError::NodeOutOfRange {
+                index: 1,
+                node: 2,
+                num_nodes: 2
+            }
+        ));
+    }
+
+    #[test]
+    fn self_loops_count_twice_in_the_degree() {
+        let g = Graph::from_edges(2, &[(0, 0, 1.5), (0, 1, 1.0), (0, 0, 0.5)]).unwrap();
+        assert_eq!(g.self_loop_weight(0), 2.0);
+        assert_eq!(g.weighted_degree(0), 5.0);
+        assert_eq!(g.total_weight(), 3.0);
+        assert_eq!(g.num_edges(), 2);
+        assert_eq!(g.neighbors(0).collect::<Vec<_>>(), vec![(1, 1.0)]);
+    }
+
+    #[test]
+    fn empty_and_isolated() {
+        let g = Graph::from_edges(0, &[]).unwrap();
+        assert_eq!((g.num_nodes(), g.num_edges(), g.total_weight()), (0, 0, 0.0));
+        let g = Graph::from_edges(5, &[(1, 3, 2.0)]).unwrap();
+        assert_eq!(g.num_nodes(), 5);
+        assert_eq!(g.degree(0), 0);
+        assert!(g.size_bytes() > 0);
+    }
+
+    #[test]
+    fn rows_are_sorted_and_symmetric() {
+        let edges: Vec<(u32, u32, f64)> = (0..200u32)
+            .map(|i| ((i * 37) % 50, (i * 11 + 3) % 50, 1.0 + f64::from(i % 3)))
+            .collect();
+        let g = Graph::from_edges(50, &edges).unwrap();
+        for u in 0..50 {
+            let (t, _) = g.row(u);
+            assert!(t.windows(2).all(|p| p[0] < p[1]));
+            for (v, w) in g.neighbors(u) {
+                assert!(g.neighbors(v).any(|(x, y)| x == u && y == w));
+            }
+        }
+        let sum: f64 = edges.iter().map(|e| e.2).sum();
+        assert!((g.total_weight() - sum).abs() < 1e-9);
+    }
+
+    #[test]
+    fn induced_subgraph_renumbers() {
+        let g = Graph::from_edges(4, &[(0, 1, 1.0), (1, 2, 2.0), (2, 3, 3.0), (2, 2, 1.0)]).unwrap();
+        let s = g.induced_subgraph(&[2, 1]).unwrap();
+        assert_eq!(s.num_nodes(), 2);
+        assert_eq!(edges_of(&s), vec![(0, 1, 2.0), (0, 0, 1.0)]);
+        assert!(g.induced_subgraph(&[1, 1]).is_err());
+        assert!(g.induced_subgraph(&[9]).is_err());
+    }
+}

@@ -1,0 +1,441 @@
+//! Hierarchical Leiden, as GraphRAG calls it (graspologic's `hierarchical_leiden`): communities
+//! that are too large are split recursively by Leiden runs on their induced subgraphs.
+
+use std::time::Instant;
+
+use rayon::prelude::*;
+use serde::Serialize;
+
+use super::aggregate::group_by_label;
+use super::rng::{Purpose, derive};
+use super::{LeidenConfig, quality, run};
+use crate::error::Result;
+use crate::graph::Graph;
+
+/// One community of a [`Hierarchy`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Community {
+    /// Dense id from 0, unique across levels; communities are ordered by level, then by parent,
+    /// then by smallest member.
+    pub id: u32,
+    /// Depth: 0 is the coarsest level.
+    pub level: u32,
+    /// The community of level `level - 1` that this one splits; `None` at level 0.
+    pub parent: Option<u32>,
+    /// Ids of the communities of level `level + 1` that split this one (empty for a leaf).
+    pub children: Vec<u32>,
+    /// Node ids, sorted ascending.
+    pub members: Vec<u32>,
+    /// Whether the community is not split further.
+    pub is_leaf: bool,
+}
+
+/// One row of the membership table: node `node` belongs to `community` at `level`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct MembershipRow {
+    /// Level of the community (0 = coarsest).
+    pub level: u32,
+    /// Node id.
+    pub node: u32,
+    /// Community id ([`Community::id`]).
+    pub community: u32,
+    /// Parent of that community (`None` at level 0).
+    pub parent: Option<u32>,
+    /// Whether that community is a leaf.
+    pub is_leaf: bool,
+}
+
+/// Statistics of one level of a [`Hierarchy`].
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LevelStats {
+    /// Level (0 = coarsest).
+    pub level: u32,
+    /// Number of communities at this level.
+    pub communities: usize,
+    /// Modularity (γ = 1) of the partition of all nodes at this depth: a node whose leaf lies above
+    /// this level keeps its leaf community.
+    pub modularity: f64,
+    /// The configured objective (modularity or CPM at the configured resolution) of that same
+    /// partition.
+    pub quality: f64,
+    /// Smallest community at this level, in nodes.
+    pub size_min: usize,
+    /// Median community size (lower median), in nodes.
+    pub size_median: usize,
+    /// 90th percentile of community sizes (nearest rank), in nodes.
+    pub size_p90: usize,
+    /// Largest community at this level, in nodes.
+    pub size_max: usize,
+    /// Leaf communities at this level.
+    pub leaves: usize,
+    /// Leiden runs that produced this level (1 at level 0, one per split community below).
+    pub runs: usize,
+    /// Leiden iterations of those runs, summed.
+    pub iterations: usize,
+    /// Wall-clock time spent on this level, in seconds.
+    pub seconds: f64,
+}
+
+/// Statistics of a detection run, as printed by `detect-graph` and stored in run manifests.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DetectionStats {
+    /// Nodes of the graph.
+    pub num_nodes: usize,
+    /// Distinct undirected edges, self-loops included.
+    pub num_edges: usize,
+    /// Sum of edge weights `m`.
+    pub total_weight: f64,
+    /// Nodes without an edge to another node; each is a singleton leaf community at level 0.
+    pub isolates: usize,
+    /// Communities of all levels.
+    pub communities: usize,
+    /// Leaf communities.
+    pub leaves: usize,
+    /// Per level, coarsest first.
+    pub levels: Vec<LevelStats>,
+    /// Leiden iterations of all runs, summed.
+    pub iterations: usize,
+    /// Wall-clock time of the whole detection, in seconds.
+    pub seconds: f64,
+}
+
+/// The communities of a hierarchical detection, with statistics.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Hierarchy {
+    /// All communities, ordered by id (hence by level).
+    pub communities: Vec<Community>,
+    /// Statistics.
+    pub stats: DetectionStats,
+}
+
+impl Hierarchy {
+    /// The membership table: one row per node per level from 0 to the level of its leaf, sorted by
+    /// `(level, node)`. Every node has exactly one row with `is_leaf = true`.
+    ///
+    /// # Complexity
+    /// **O(R log R)** for R rows (at most `|V| · num_levels()`).
+    pub fn membership(&self) -> Vec<MembershipRow> {
+        let mut rows: Vec<MembershipRow> = self
+            .communities
+            .iter()
+            .flat_map(|c| {
+                c.members.iter().map(move |&node| MembershipRow {
+                    level: c.level,
+                    node,
+                    community: c.id,
+                    parent: c.parent,
+                    is_leaf: c.is_leaf,
+                })
+            })
+            .collect();
+        rows.par_sort_unstable_by_key(|r| (r.level, r.node));
+        rows
+    }
+
+    /// Number of levels (0 for an empty graph).
+    pub fn num_levels(&self) -> usize {
+        self.communities.last().map_or(0, |c| c.level as usize + 1)
+    }
+
+    /// The communities of `level`, in id order.
+    pub fn level(&self, level: u32) -> impl Iterator<Item = &Community> + '_ {
+        self.communities.iter().filter(move |c| c.level == level)
+    }
+
+    /// The leaf community of each node.
+    pub fn leaf_membership(&self, num_nodes: usize) -> Vec<u32> {
+        let mut out = vec![u32::MAX; num_nodes];
+        for c in self.communities.iter().filter(|c| c.is_leaf) {
+            for &v in &c.members {
+                out[v as usize] = c.id;
+            }
+        }
+        out
+    }
+}
+
+/// Runs hierarchical Leiden: level 0 is [`super::leiden`] on the whole graph (the coarsest
+/// partition); every community with more than `config.max_cluster_size` nodes is split by a Leiden
+/// run on its induced subgraph (same objective and resolution, modularity relative to the
+/// subgraph), giving its children at the next level, recursively, up to `config.max_levels`
+/// levels. A community that is small enough, or whose run returns a single community, or that
+/// sits at the last level, is a leaf. This is the semantics of GraphRAG's
+/// `hierarchical_leiden` (graspologic).
+///
+/// Implements Traag, Waltman & van Eck (2019), <https://doi.org/10.1038/s41598-019-41695-z>.
+///
+/// # Returns
+/// A [`Hierarchy`]: every community at every level is connected; every node has one community
+/// per level from 0 to its leaf's level; isolated nodes are singleton leaves at level 0. An empty
+/// graph gives no community.
+///
+/// # Errors
+/// [`crate::PipelineError::InvalidConfig`] when `config` fails [`LeidenConfig::validate`].
+///
+/// # Complexity
+/// * Time: **O(D·L·|E|)** per iteration for D levels; the splits of one level run in parallel.
+/// * Auxiliary space: **O(|V| + |E|)**.
+///
+/// # Determinism
+/// Each split runs with a seed derived from `config.seed` and the id of the community it splits,
+/// so the hierarchy is identical for any Rayon thread count.
+///
+/// # Examples
+/// ```
+/// use agrag_pipeline::graph::Graph;
+/// use agrag_pipeline::leiden::{hierarchical_leiden, LeidenConfig};
+/// let g = Graph::from_edges(6, &[(0,1,1.0),(1,2,1.0),(0,2,1.0),(3,4,1.0),(4,5,1.0),(3,5,1.0),(2,3,1.0)])?;
+/// let h = hierarchical_leiden(&g, &LeidenConfig::default())?;
+/// assert_eq!(h.num_levels(), 1);
+/// assert_eq!(h.communities[1].members, vec![3, 4, 5]);
+/// assert_eq!(h.membership().len(), 6);
+/// # Ok::<(), agrag_pipeline::PipelineError>(())
+/// ```
+pub fn hierarchical_leiden(graph: &Graph, config: &LeidenConfig) -> Result<Hierarchy> {
+    config.validate()?;
+    let start = Instant::now();
+    let n = graph.num_nodes();
+    let isolates = (0..n as u32).filter(|&v| graph.degree(v) == 0).count();
+    let mut communities: Vec<Community> = Vec::new();
+    let mut level_runs: Vec<(usize, usize, f64)> = Vec::new();
+    if n > 0 {
+        let top = run(graph, config);
+        let (offsets, members) = group_by_label(&top.membership, top.num_communities);
+        for c in 0..top.num_communities {
+            communities.push(Community {
+                id: c as u32,
+                level: 0,
+                parent: None,
+                children: Vec::new(),
+                members: members[offsets[c]..offsets[c + 1]].to_vec(),
+                is_leaf: true,
+            });
+        }
+        level_runs.push((1, top.iterations, start.elapsed().as_secs_f64()));
+    }
+    let mut frontier: Vec<u32> = split_candidates(&communities, 0, config);
+    let mut owner = vec![u32::MAX; n];
+    let mut local = vec![0u32; n];
+    let mut level = 0u32;
+    while !frontier.is_empty() {
+        let level_start = Instant::now();
+        for &id in &frontier {
+            for (i, &v) in communities[id as usize].members.iter().enumerate() {
+                owner[v as usize] = id;
+                local[v as usize] = i as u32;
+            }
+        }
+        let results: Vec<(Option<Vec<Vec<u32>>>, usize)> = frontier
+            .par_iter()
+            .map(|&id| {
+                let members = &communities[id as usize].members;
+                let sub = graph.induced_with_local(members, |u| {
+                    (owner[u as usize] == id).then(|| local[u as usize])
+                });
+                let sub_config = LeidenConfig {
+                    seed: derive(config.seed, Purpose::SubRun, &[u64::from(id)]),
+                    ..config.clone()
+                };
+                let p = run(&sub, &sub_config);
+                if p.num_communities <= 1 {
+                    return (None, p.iterations);
+                }
+                let (offsets, locals) = group_by_label(&p.membership, p.num_communities);
+                let children = (0..p.num_communities)
+                    .map(|c| {
+                        locals[offsets[c]..offsets[c + 1]]
+                            .iter()
+                            .map(|&l| members[l as usize])
+                            .collect()
+                    })
+                    .collect();
+                (Some(children), p.iterations)
+            })
+            .collect();
+        level += 1;
+        let iterations = results.iter().map(|r| r.1).sum();
+        let runs = results.len();
+        for (&parent, (children, _)) in frontier.iter().zip(results) {
+            let Some(children) = children else { continue };
+            for members in children {
+                let id = communities.len() as u32;
+                communities[parent as usize].children.push(id);
+                communities[parent as usize].is_leaf = false;
+                communities.push(Community {
+                    id,
+                    level,
+                    parent: Some(parent),
+                    children: Vec::new(),
+                    members,
+                    is_leaf: true,
+                });
+            }
+        }
+        level_runs.push((runs, iterations, level_start.elapsed().as_secs_f64()));
+        frontier = split_candidates(&communities, level, config);
+    }
+    // The last level may have no community at all (every split failed): drop its run record.
+    let num_levels = communities.last().map_or(0, |c| c.level as usize + 1);
+    let mut hierarchy = Hierarchy {
+        communities,
+        stats: DetectionStats {
+            num_nodes: n,
+            num_edges: graph.num_edges(),
+            total_weight: graph.total_weight(),
+            isolates,
+            communities: 0,
+            leaves: 0,
+            levels: Vec::new(),
+            iterations: level_runs.iter().map(|r| r.1).sum(),
+            seconds: 0.0,
+        },
+    };
+    hierarchy.stats.levels = level_stats(graph, &hierarchy, config, &level_runs[..num_levels.min(level_runs.len())]);
+    // Runs of a level that produced nothing still cost time: fold them into the last level.
+    if level_runs.len() > num_levels && num_levels > 0 {
+        let extra: f64 = level_runs[num_levels..].iter().map(|r| r.2).sum();
+        let last = &mut hierarchy.stats.levels[num_levels - 1];
+        last.seconds += extra;
+    }
+    hierarchy.stats.communities = hierarchy.communities.len();
+    hierarchy.stats.leaves = hierarchy.communities.iter().filter(|c| c.is_leaf).count();
+    hierarchy.stats.seconds = start.elapsed().as_secs_f64();
+    Ok(hierarchy)
+}
+
+/// Ids of the communities of `level` that must be split.
+fn split_candidates(communities: &[Community], level: u32, config: &LeidenConfig) -> Vec<u32> {
+    if level as usize + 1 >= config.max_levels {
+        return Vec::new();
+    }
+    communities
+        .iter()
+        .filter(|c| c.level == level && c.members.len() > config.max_cluster_size)
+        .map(|c| c.id)
+        .collect()
+}
+
+/// Per-level statistics; `runs[l]` = (runs, iterations, seconds) of level `l`.
+fn level_stats(
+    graph: &Graph,
+    hierarchy: &Hierarchy,
+    config: &LeidenConfig,
+    runs: &[(usize, usize, f64)],
+) -> Vec<LevelStats> {
+    let n = graph.num_nodes();
+    let mut current = vec![0u32; n];
+    let mut out = Vec::with_capacity(runs.len());
+    for (l, &(num_runs, iterations, seconds)) in runs.iter().enumerate() {
+        let mut sizes = Vec::new();
+        let mut leaves = 0;
+        for c in hierarchy.level(l as u32) {
+            for &v in &c.members {
+                current[v as usize] = c.id;
+            }
+            sizes.push(c.members.len());
+            leaves += usize::from(c.is_leaf);
+        }
+        sizes.sort_unstable();
+        let nearest_rank = |p: f64| -> usize {
+            if sizes.is_empty() {
+                return 0;
+            }
+            let rank = (p * sizes.len() as f64).ceil() as usize;
+            sizes[rank.clamp(1, sizes.len()) - 1]
+        };
+        out.push(LevelStats {
+            level: l as u32,
+            communities: sizes.len(),
+            modularity: quality::modularity(graph, &current, 1.0),
+            quality: quality::quality(graph, &current, config.objective, config.resolution),
+            size_min: sizes.first().copied().unwrap_or(0),
+            size_median: nearest_rank(0.5),
+            size_p90: nearest_rank(0.9),
+            size_max: sizes.last().copied().unwrap_or(0),
+            leaves,
+            runs: num_runs,
+            iterations,
+            seconds,
+        });
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::leiden::tests::ring_of_cliques;
+
+    #[test]
+    fn splits_large_communities_recursively() {
+        // 30 cliques of 5: past the resolution limit, level 0 pairs up neighboring cliques, and
+        // each pair (10 nodes) is split into its two cliques at level 1.
+        let g = ring_of_cliques(30, 5);
+        let config = LeidenConfig {
+            max_cluster_size: 6,
+            ..LeidenConfig::default()
+        };
+        let h = hierarchical_leiden(&g, &config).unwrap();
+        assert_eq!(h.num_levels(), 2);
+        for c in h.level(1) {
+            assert_eq!(c.members.len(), 5, "{c:?}");
+        }
+        // Ids dense, ordered by level; parents and children consistent.
+        for (i, c) in h.communities.iter().enumerate() {
+            assert_eq!(c.id as usize, i);
+            if let Some(p) = c.parent {
+                let parent = &h.communities[p as usize];
+                assert_eq!(parent.level + 1, c.level);
+                assert!(parent.children.contains(&c.id));
+                assert!(c.members.iter().all(|v| parent.members.binary_search(v).is_ok()));
+            }
+            assert_eq!(c.is_leaf, c.children.is_empty());
+            assert!(c.is_leaf || c.members.len() > config.max_cluster_size);
+            let child_total: usize = c.children.iter().map(|&k| h.communities[k as usize].members.len()).sum();
+            assert!(c.is_leaf || child_total == c.members.len());
+        }
+        assert!(h.communities.windows(2).all(|w| w[0].level <= w[1].level));
+        // One leaf row per node.
+        let rows = h.membership();
+        let leaf_rows = rows.iter().filter(|r| r.is_leaf).count();
+        assert_eq!(leaf_rows, g.num_nodes());
+        assert!(rows.windows(2).all(|w| (w[0].level, w[0].node) < (w[1].level, w[1].node)));
+        // Statistics.
+        assert_eq!(h.stats.levels.len(), h.num_levels());
+        assert_eq!(h.stats.levels[0].runs, 1);
+        assert_eq!(h.stats.leaves, h.communities.iter().filter(|c| c.is_leaf).count());
+    }
+
+    #[test]
+    fn max_levels_one_gives_a_flat_hierarchy() {
+        let g = ring_of_cliques(30, 5);
+        let config = LeidenConfig {
+            max_cluster_size: 6,
+            max_levels: 1,
+            ..LeidenConfig::default()
+        };
+        let h = hierarchical_leiden(&g, &config).unwrap();
+        assert_eq!(h.num_levels(), 1);
+        assert!(h.communities.iter().all(|c| c.is_leaf));
+    }
+
+    #[test]
+    fn empty_graph_gives_no_community() {
+        let g = Graph::from_edges(0, &[]).unwrap();
+        let h = hierarchical_leiden(&g, &LeidenConfig::default()).unwrap();
+        assert!(h.communities.is_empty());
+        assert_eq!(h.num_levels(), 0);
+        assert!(h.membership().is_empty());
+        assert!(h.stats.levels.is_empty());
+    }
+
+    #[test]
+    fn isolates_are_singleton_leaves() {
+        let g = Graph::from_edges(5, &[(0, 1, 1.0), (1, 2, 1.0), (0, 2, 1.0)]).unwrap();
+        let h = hierarchical_leiden(&g, &LeidenConfig::default()).unwrap();
+        assert_eq!(h.stats.isolates, 2);
+        assert_eq!(h.communities.len(), 3);
+        assert_eq!(h.communities[1].members, vec![3]);
+        assert!(h.communities[2].is_leaf);
+    }
+}

@@ -1,0 +1,478 @@
+//! Community detection: Leiden (Traag, Waltman & van Eck 2019) and Louvain (Blondel et al. 2008),
+//! parallel with Rayon and deterministic, flat ([`leiden`]) or hierarchical
+//! ([`hierarchical_leiden`]).
+//!
+//! # Algorithm
+//! One Leiden *iteration* repeats, on ever coarser graphs:
+//! 1. **local moving** ([`local_moving`]): nodes move to the neighboring community that increases
+//!    the quality most, driven by a queue of unstable nodes;
+//! 2. **refinement** ([`refine`]): inside each community, nodes that are well connected merge at
+//!    random (randomness θ) into well-connected sub-communities, so every refined community is
+//!    γ-connected;
+//! 3. **aggregation** ([`aggregate`]): one node per refined community; each aggregate node starts in
+//!    the community (of step 1) that contains it;
+//!
+//! until every community is a single node. Iterations repeat from the result until one raises the
+//! quality by no more than [`LeidenConfig::tolerance`] or [`LeidenConfig::max_iterations`] is
+//! reached. Louvain skips step 2 and aggregates the communities of step 1. A final pass splits any
+//! disconnected community into its components (never lowering the quality), so every returned
+//! community is connected.
+//!
+//! # Quality functions
+//! [`Objective::Modularity`] (igraph's definition with resolution γ; self-loops count twice) and
+//! [`Objective::Cpm`] (constant Potts model), computed from scratch by [`quality`].
+//!
+//! # Determinism
+//! The same graph, configuration and seed give byte-identical membership for any number of Rayon
+//! threads: local moving decides moves in parallel against a frozen state and applies them in a
+//! fixed order; refinement and aggregation work per community with random streams keyed by the
+//! seed and the community; floating-point sums run in fixed orders.
+//!
+//! # References
+//! * V. A. Traag, L. Waltman, N. J. van Eck (2019), *From Louvain to Leiden: guaranteeing
+//!   well-connected communities*, Scientific Reports 9, 5233,
+//!   <https://doi.org/10.1038/s41598-019-41695-z>.
+//! * V. D. Blondel, J.-L. Guillaume, R. Lambiotte, E. Lefebvre (2008), *Fast unfolding of communities
+//!   in large networks*, J. Stat. Mech. P10008, <https://doi.org/10.1088/1742-5468/2008/10/P10008>.
+
+pub(crate) mod aggregate;
+pub(crate) mod components;
+pub mod hierarchy;
+pub(crate) mod local_moving;
+pub mod quality;
+pub(crate) mod refine;
+pub(crate) mod rng;
+
+use std::fmt;
+use std::str::FromStr;
+
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+
+pub use hierarchy::{
+    Community, DetectionStats, Hierarchy, LevelStats, MembershipRow, hierarchical_leiden,
+};
+
+use crate::error::{PipelineError, Result};
+use crate::graph::Graph;
+use aggregate::{aggregate, renumber};
+use local_moving::{Level, move_nodes};
+
+/// The quality function that detection maximises.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Objective {
+    /// Modularity with resolution γ ([`quality::modularity`]): `γ = 1` is Newman–Girvan
+    /// modularity; larger γ gives smaller communities.
+    #[default]
+    Modularity,
+    /// The constant Potts model ([`quality::cpm`]): γ is a density threshold, communities have
+    /// internal edge density above γ and density between them is below γ. Unlike modularity it
+    /// has no resolution limit; γ must be chosen for the graph's weights.
+    Cpm,
+}
+
+/// The optimiser.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Algorithm {
+    /// Leiden: local moving, refinement, aggregation of the refined partition.
+    #[default]
+    Leiden,
+    /// Louvain: local moving and aggregation, no refinement.
+    Louvain,
+}
+
+impl FromStr for Objective {
+    type Err = PipelineError;
+    fn from_str(s: &str) -> Result<Self> {
+        match s.to_ascii_lowercase().as_str() {
+            "modularity" => Ok(Objective::Modularity),
+            "cpm" => Ok(Objective::Cpm),
+            _ => Err(PipelineError::InvalidConfig {
+                field: "objective",
+                value: s.to_string(),
+                expected: "modularity or cpm",
+            }),
+        }
+    }
+}
+
+impl fmt::Display for Objective {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Objective::Modularity => "modularity",
+            Objective::Cpm => "cpm",
+        })
+    }
+}
+
+impl FromStr for Algorithm {
+    type Err = PipelineError;
+    fn from_str(s: &str) -> Result<Self> {
+        match s.to_ascii_lowercase().as_str() {
+            "leiden" => Ok(Algorithm::Leiden),
+            "louvain" => Ok(Algorithm::Louvain),
+            _ => Err(PipelineError::InvalidConfig {
+                field: "algorithm",
+                value: s.to_string(),
+                expected: "leiden or louvain",
+            }),
+        }
+    }
+}
+
+impl fmt::Display for Algorithm {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Algorithm::Leiden => "leiden",
+            Algorithm::Louvain => "louvain",
+        })
+    }
+}
+
+/// Parameters of community detection. Check them with [`LeidenConfig::validate`] (every entry
+/// point does).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LeidenConfig {
+    /// Leiden or Louvain. Default: Leiden.
+    pub algorithm: Algorithm,
+    /// Quality function. Default: modularity.
+    pub objective: Objective,
+    /// γ > 0, unscaled. For modularity it multiplies the null-model term `k_i·k_j/(2m)`; for CPM it
+    /// is the density threshold (edge-weight units per node pair). Default: `1.0`.
+    pub resolution: f64,
+    /// θ > 0, the randomness of the refinement: a node merges into a candidate sub-community with
+    /// probability `∝ exp(ΔH/θ)`, `ΔH` in edge-weight units as in igraph. Small θ is nearly greedy.
+    /// Default: `0.01` (igraph's and leidenalg's default).
+    pub randomness: f64,
+    /// Seed of every random choice (node orders, refinement draws, sub-runs of the hierarchy).
+    /// Default: `0xDEADBEEF` (GraphRAG's default seed).
+    pub seed: u64,
+    /// Upper bound on Leiden iterations per run, `>= 1`. Default: `10`.
+    pub max_iterations: usize,
+    /// A run stops after an iteration that raises the quality (modularity or CPM units) by no
+    /// more than this, `>= 0`. Default: `1e-4`.
+    pub tolerance: f64,
+    /// Hierarchy: a community with more nodes than this is split by a Leiden run on its induced
+    /// subgraph, `>= 1`. Default: `10`, GraphRAG's `max_cluster_size`, so leaf communities stay
+    /// small enough for a readable report and hierarchies are comparable with GraphRAG's.
+    pub max_cluster_size: usize,
+    /// Hierarchy: number of levels at most (level 0 plus `max_levels - 1` levels of splits),
+    /// `>= 1`. Default: `10`; graphs with a few million nodes rarely need more than 5 levels at a
+    /// cluster size of 10.
+    pub max_levels: usize,
+}
+
+impl Default for LeidenConfig {
+    fn default() -> Self {
+        LeidenConfig {
+            algorithm: Algorithm::Leiden,
+            objective: Objective::Modularity,
+            resolution: 1.0,
+            randomness: 0.01,
+            seed: 0xDEAD_BEEF,
+            max_iterations: 10,
+            tolerance: 1e-4,
+            max_cluster_size: 10,
+            max_levels: 10,
+        }
+    }
+}
+
+impl LeidenConfig {
+    /// Checks every parameter.
+    ///
+    /// # Errors
+    /// [`PipelineError::InvalidConfig`] naming the first bad field: `resolution` or `randomness`
+    /// not finite and `> 0`; `tolerance` not finite and `>= 0`; `max_iterations`,
+    /// `max_cluster_size` or `max_levels` equal to 0.
+    pub fn validate(&self) -> Result<()> {
+        let bad = |field, value: String, expected| {
+            Err(PipelineError::InvalidConfig {
+                field,
+                value,
+                expected,
+            })
+        };
+        if !(self.resolution.is_finite() && self.resolution > 0.0) {
+            return bad("resolution", self.resolution.to_string(), "a finite number > 0");
+        }
+        if !(self.randomness.is_finite() && self.randomness > 0.0) {
+            return bad("randomness", self.randomness.to_string(), "a finite number > 0");
+        }
+        if !(self.tolerance.is_finite() && self.tolerance >= 0.0) {
+            return bad("tolerance", self.tolerance.to_string(), "a finite number >= 0");
+        }
+        if self.max_iterations == 0 {
+            return bad("max_iterations", "0".into(), "an integer >= 1");
+        }
+        if self.max_cluster_size == 0 {
+            return bad("max_cluster_size", "0".into(), "an integer >= 1");
+        }
+        if self.max_levels == 0 {
+            return bad("max_levels", "0".into(), "an integer >= 1");
+        }
+        Ok(())
+    }
+}
+
+/// One flat partition of the nodes.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Partition {
+    /// Community of each node, dense `0..num_communities`, numbered in order of the smallest node
+    /// of each community.
+    pub membership: Vec<u32>,
+    /// Number of communities (isolated nodes are singleton communities).
+    pub num_communities: usize,
+    /// Quality of `membership` under the configured objective and resolution (modularity, or CPM
+    /// in edge-weight units), recomputed from scratch.
+    pub quality: f64,
+    /// Leiden (or Louvain) iterations performed.
+    pub iterations: usize,
+}
+
+/// Runs Leiden (or Louvain) community detection on `graph` and returns one flat partition.
+///
+/// Implements Traag, Waltman & van Eck (2019), <https://doi.org/10.1038/s41598-019-41695-z>
+/// (Louvain: Blondel et al. 2008), as described in the [module documentation](self).
+///
+/// # Arguments
+/// * `config.resolution`: γ > 0, unscaled; for [`Objective::Modularity`] the optimiser uses
+///   `γ/(2m)` internally. The hierarchy fields of `config` are not used.
+///
+/// # Returns
+/// A [`Partition`]: every community is connected; isolated nodes are singletons; an empty graph
+/// gives 0 communities. A graph without edges gives all singletons.
+///
+/// # Errors
+/// [`PipelineError::InvalidConfig`] when `config` fails [`LeidenConfig::validate`].
+///
+/// # Complexity
+/// * Time: **O(L·|E|)** per iteration with L levels of aggregation (typically 3–6), parallel over
+///   nodes (local moving, aggregation) and communities (refinement).
+/// * Auxiliary space: **O(|V| + |E|)**: the first aggregate graph and about 40 bytes per node.
+///
+/// # Determinism
+/// Same graph + config (seed included) → identical membership for any Rayon thread count.
+///
+/// # Examples
+/// ```
+/// use agrag_pipeline::graph::Graph;
+/// use agrag_pipeline::leiden::{leiden, LeidenConfig};
+/// // Two triangles joined by an edge.
+/// let g = Graph::from_edges(6, &[(0,1,1.0),(1,2,1.0),(0,2,1.0),(3,4,1.0),(4,5,1.0),(3,5,1.0),(2,3,1.0)])?;
+/// let p = leiden(&g, &LeidenConfig::default())?;
+/// assert_eq!(p.membership, vec![0, 0, 0, 1, 1, 1]);
+/// assert!((p.quality - 5.0 / 14.0).abs() < 1e-12);
+/// # Ok::<(), agrag_pipeline::PipelineError>(())
+/// ```
+pub fn leiden(graph: &Graph, config: &LeidenConfig) -> Result<Partition> {
+    config.validate()?;
+    Ok(run(graph, config))
+}
+
+/// [`leiden`] on a validated config.
+pub(crate) fn run(graph: &Graph, config: &LeidenConfig) -> Partition {
+    let n = graph.num_nodes();
+    let m = graph.total_weight();
+    let (node_weights, lambda): (Vec<f64>, f64) = match config.objective {
+        Objective::Modularity => (
+            graph.weighted_degrees().to_vec(),
+            if m > 0.0 { config.resolution / (2.0 * m) } else { 0.0 },
+        ),
+        Objective::Cpm => (vec![1.0; n], config.resolution),
+    };
+    // Quality units per raw unit.
+    let scale = match config.objective {
+        Objective::Modularity if m > 0.0 => 1.0 / m,
+        _ => 1.0,
+    };
+    let mut membership: Vec<u32> = (0..n as u32).collect();
+    let mut iterations = 0;
+    if graph.num_edges() > 0 && n > 0 {
+        let mut raw = quality::raw_quality(graph, &membership, &node_weights, lambda);
+        for it in 0..config.max_iterations {
+            let mut next = iterate(graph, &node_weights, lambda, membership.clone(), config, it as u64);
+            renumber(&mut next);
+            iterations += 1;
+            let next_raw = quality::raw_quality(graph, &next, &node_weights, lambda);
+            let changed = next != membership;
+            let gain = (next_raw - raw) * scale;
+            membership = next;
+            raw = next_raw;
+            if !changed || gain <= config.tolerance {
+                break;
+            }
+        }
+    }
+    let num_communities = components::split_disconnected(graph, &mut membership);
+    let quality = quality::quality(graph, &membership, config.objective, config.resolution);
+    Partition {
+        membership,
+        num_communities,
+        quality,
+        iterations,
+    }
+}
+
+/// One iteration (local moving, refinement, aggregation, repeated until every community is one
+/// node) starting from `membership` (labels `< n`); returns the flat membership (labels `< n`).
+fn iterate(
+    graph: &Graph,
+    node_weights: &[f64],
+    lambda: f64,
+    membership: Vec<u32>,
+    config: &LeidenConfig,
+    iteration: u64,
+) -> Vec<u32> {
+    let mut aggregate_graph: Option<Graph> = None;
+    let mut weights: Vec<f64> = node_weights.to_vec();
+    let mut p = membership;
+    // Original node -> node of the current aggregate graph (None: identity).
+    let mut to_current: Option<Vec<u32>> = None;
+    for depth in 0u64.. {
+        let g = aggregate_graph.as_ref().unwrap_or(graph);
+        let level = Level {
+            graph: g,
+            node_weights: &weights,
+            lambda,
+        };
+        move_nodes(level, &mut p, config.seed, &[iteration, depth]);
+        let k = renumber(&mut p);
+        if k == g.num_nodes() {
+            break;
+        }
+        let (labels, n_next) = match config.algorithm {
+            Algorithm::Leiden => {
+                let mut r = refine::refine(level, &p, k, config.randomness, config.seed, &[iteration, depth]);
+                let r_count = renumber(&mut r);
+                if r_count == g.num_nodes() {
+                    // Nothing merged: aggregate the communities themselves.
+                    (p.clone(), k)
+                } else {
+                    (r, r_count)
+                }
+            }
+            Algorithm::Louvain => (p.clone(), k),
+        };
+        let mut next_p = vec![0u32; n_next];
+        let mut next_weights = vec![0.0f64; n_next];
+        for (v, &a) in labels.iter().enumerate() {
+            next_p[a as usize] = p[v];
+            next_weights[a as usize] += weights[v];
+        }
+        let next_graph = aggregate(g, &labels, n_next);
+        to_current = Some(match to_current {
+            None => labels,
+            Some(t) => t.par_iter().map(|&a| labels[a as usize]).collect(),
+        });
+        aggregate_graph = Some(next_graph);
+        weights = next_weights;
+        p = next_p;
+    }
+    match to_current {
+        None => p,
+        Some(t) => t.par_iter().map(|&a| p[a as usize]).collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    pub(crate) fn ring_of_cliques(k: u32, size: u32) -> Graph {
+        let mut edges = Vec::new();
+        for c in 0..k {
+            let base = c * size;
+            for i in 0..size {
+                for j in i + 1..size {
+                    edges.push((base + i, base + j, 1.0));
+                }
+            }
+            edges.push((base, ((c + 1) % k) * size + 1, 1.0));
+        }
+        Graph::from_edges((k * size) as usize, &edges).unwrap()
+    }
+
+    #[test]
+    fn ring_of_cliques_is_solved_by_both_algorithms() {
+        // 10 cliques of 6 nodes: below the resolution limit, each clique is a community.
+        let g = ring_of_cliques(10, 6);
+        for algorithm in [Algorithm::Leiden, Algorithm::Louvain] {
+            let config = LeidenConfig {
+                algorithm,
+                ..LeidenConfig::default()
+            };
+            let p = leiden(&g, &config).unwrap();
+            assert_eq!(p.num_communities, 10, "{algorithm}");
+            let expected: Vec<u32> = (0..60).map(|v| v / 6).collect();
+            assert_eq!(p.membership, expected, "{algorithm}");
+            let q = quality::modularity(&g, &p.membership, 1.0);
+            assert!((p.quality - q).abs() < 1e-12);
+        }
+    }
+
+    #[test]
+    fn cpm_separates_cliques() {
+        let g = ring_of_cliques(6, 4);
+        let config = LeidenConfig {
+            objective: Objective::Cpm,
+            resolution: 0.5,
+            ..LeidenConfig::default()
+        };
+        let p = leiden(&g, &config).unwrap();
+        assert_eq!(p.num_communities, 6);
+        assert!((p.quality - quality::cpm(&g, &p.membership, 0.5)).abs() < 1e-12);
+        // A tiny resolution merges everything into one community.
+        let config = LeidenConfig {
+            resolution: 1e-3,
+            ..config
+        };
+        assert_eq!(leiden(&g, &config).unwrap().num_communities, 1);
+    }
+
+    #[test]
+    fn empty_and_edgeless_graphs() {
+        let g = Graph::from_edges(0, &[]).unwrap();
+        let p = leiden(&g, &LeidenConfig::default()).unwrap();
+        assert_eq!((p.num_communities, p.membership.len()), (0, 0));
+        let g = Graph::from_edges(3, &[]).unwrap();
+        let p = leiden(&g, &LeidenConfig::default()).unwrap();
+        assert_eq!(p.membership, vec![0, 1, 2]);
+        assert_eq!(p.quality, 0.0);
+    }
+
+    #[test]
+    fn config_validation_names_the_field() {
+        let cases: Vec<(LeidenConfig, &str)> = vec![
+            (LeidenConfig { resolution: 0.0, ..Default::default() }, "resolution"),
+            (LeidenConfig { resolution: f64::NAN, ..Default::default() }, "resolution"),
+            (LeidenConfig { resolution: -1.0, ..Default::default() }, "resolution"),
+            (LeidenConfig { randomness: 0.0, ..Default::default() }, "randomness"),
+            (LeidenConfig { randomness: f64::INFINITY, ..Default::default() }, "randomness"),
+            (LeidenConfig { tolerance: -1.0, ..Default::default() }, "tolerance"),
+            (LeidenConfig { max_iterations: 0, ..Default::default() }, "max_iterations"),
+            (LeidenConfig { max_cluster_size: 0, ..Default::default() }, "max_cluster_size"),
+            (LeidenConfig { max_levels: 0, ..Default::default() }, "max_levels"),
+        ];
+        for (config, field) in cases {
+            match config.validate() {
+                Err(PipelineError::InvalidConfig { field: f, .. }) => assert_eq!(f, field),
+                other => panic!("{field}: {other:?}"),
+            }
+        }
+        assert!(LeidenConfig::default().validate().is_ok());
+        let g = Graph::from_edges(2, &[(0, 1, 1.0)]).unwrap();
+        assert!(leiden(&g, &LeidenConfig { resolution: 0.0, ..Default::default() }).is_err());
+    }
+
+    #[test]
+    fn parse_objective_and_algorithm() {
+        assert_eq!("CPM".parse::<Objective>().unwrap(), Objective::Cpm);
+        assert_eq!("modularity".parse::<Objective>().unwrap(), Objective::Modularity);
+        assert_eq!("louvain".parse::<Algorithm>().unwrap(), Algorithm::Louvain);
+        assert!("x".parse::<Objective>().is_err());
+        assert!("x".parse::<Algorithm>().is_err());
+    }
+}

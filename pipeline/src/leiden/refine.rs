@@ -1,0 +1,268 @@
+//! Refinement (Traag, Waltman & van Eck 2019, Algorithm A.2 `RefinePartition` and
+//! `MergeNodesSubset`).
+//!
+//! Inside each community `S` of the partition found by local moving, every node starts alone. Each
+//! node `v` that is still alone and well connected to `S` (`E(v, S−v) ≥ λ·s_v·(S_S − s_v)`) may
+//! merge into a well connected sub-community `C ⊆ S` (`E(C, S−C) ≥ λ·S_C·(S_S − S_C)`) whose merge
+//! does not decrease the quality, chosen at random with probability `∝ exp(ΔH/θ)` (`ΔH` in raw
+//! edge-weight units, as in igraph). Every refined community is therefore connected, and the
+//! aggregate graph is built on the refined partition.
+//!
+//! Communities are independent, so they are refined in parallel, each with its own random stream
+//! keyed by `(seed, stream, community)`: the result does not depend on the thread count.
+
+use std::cell::RefCell;
+
+use rayon::prelude::*;
+
+use super::aggregate::group_by_label;
+use super::local_moving::{Accumulator, Level};
+use super::rng::{Purpose, Stream};
+
+/// Per-thread scratch of the refinement of one community (indices are local to the community).
+#[derive(Default)]
+struct Scratch {
+    /// Weight from each node to the rest of its community.
+    to_community: Vec<f64>,
+    /// Local refined label of each node.
+    label: Vec<u32>,
+    /// Node-weight total of each refined community.
+    weight: Vec<f64>,
+    /// `E(C, S − C)` of each refined community.
+    external: Vec<f64>,
+    /// Number of nodes of each refined community.
+    count: Vec<u32>,
+    /// Visiting order.
+    order: Vec<u32>,
+    /// Candidate communities and their gains.
+    candidates: Vec<(u32, f64)>,
+    /// Weight from the current node to each refined community.
+    acc: Accumulator,
+}
+
+thread_local! {
+    static SCRATCH: RefCell<Scratch> = RefCell::new(Scratch::default());
+}
+
+/// Refines `membership` (dense labels `0..num_communities`) and returns refined labels: each
+/// refined community is labelled with the position, in the grouped node order, of one of its
+/// nodes, so labels are unique and `< n` but not dense.
+pub(crate) fn refine(
+    level: Level<'_>,
+    membership: &[u32],
+    num_communities: usize,
+    randomness: f64,
+    seed: u64,
+    stream: &[u64],
+) -> Vec<u32> {
+    let n = level.graph.num_nodes();
+    let (offsets, members) = group_by_label(membership, num_communities);
+    let mut position = vec![0u32; n];
+    for (i, &v) in members.iter().enumerate() {
+        position[v as usize] = i as u32;
+    }
+    // Output aligned with `members`, cut into one slice per community.
+    let mut out = vec![0u32; n];
+    let mut jobs: Vec<(usize, &mut [u32])> = Vec::with_capacity(num_communities);
+    let mut rest = &mut out[..];
+    for c in 0..num_communities {
+        let (head, tail) = rest.split_at_mut(offsets[c + 1] - offsets[c]);
+        jobs.push((c, head));
+        rest = tail;
+    }
+    jobs.par_iter_mut().for_each(|(c, slice)| {
+        let start = offsets[*c];
+        let nodes = &members[start..start + slice.len()];
+        if nodes.len() == 1 {
+            slice[0] = start as u32;
+            return;
+        }
+        let mut rng = Stream::new(seed, Purpose::Refine, &[stream, &[*c as u64]].concat());
+        SCRATCH.with(|cell| {
+            let scratch = &mut *cell.borrow_mut();
+            refine_one(level, membership, &position, *c as u32, nodes, start, randomness, &mut rng, scratch, slice);
+        });
+    });
+    drop(jobs);
+    let mut refined = vec![0u32; n];
+    for (i, &v) in members.iter().enumerate() {
+        refined[v as usize] = out[i];
+    }
+    refined
+}
+
+/// `MergeNodesSubset` on one community `c` whose nodes are `nodes` (at positions
+/// `start..start+nodes.len()` of the grouped order).
+#[allow(clippy::too_many_arguments)]
+fn refine_one(
+    level: Level<'_>,
+    membership: &[u32],
+    position: &[u32],
+    c: u32,
+    nodes: &[u32],
+    start: usize,
+    randomness: f64,
+    rng: &mut Stream,
+    s: &mut Scratch,
+    out: &mut [u32],
+) {
+    let len = nodes.len();
+    let lambda = level.lambda;
+    let weights = level.node_weights;
+    s.to_community.clear();
+    s.label.clear();
+    s.weight.clear();
+    s.external.clear();
+    s.count.clear();
+    let mut total = 0.0;
+    for (i, &v) in nodes.iter().enumerate() {
+        let (ts, ws) = level.graph.row(v);
+        let mut inside = 0.0;
+        for (&u, &w) in ts.iter().zip(ws) {
+            if membership[u as usize] == c {
+                inside += w;
+            }
+        }
+        s.to_community.push(inside);
+        s.label.push(i as u32);
+        s.weight.push(weights[v as usize]);
+        s.external.push(inside);
+        s.count.push(1);
+        total += weights[v as usize];
+    }
+    s.order.clear();
+    s.order.extend(0..len as u32);
+    rng.shuffle(&mut s.order);
+    s.acc.ensure(len);
+    for k in 0..len {
+        let i = s.order[k] as usize;
+        let own = s.label[i];
+        if s.count[own as usize] != 1 {
+            continue;
+        }
+        let sv = weights[nodes[i] as usize];
+        if s.to_community[i] < lambda * sv * (total - sv) {
+            continue;
+        }
+        let v = nodes[i];
+        let (ts, ws) = level.graph.row(v);
+        for (&u, &w) in ts.iter().zip(ws) {
+            if membership[u as usize] == c {
+                let j = position[u as usize] as usize - start;
+                s.acc.add(s.label[j], w);
+            }
+        }
+        // Staying alone is a candidate of gain 0.
+        s.candidates.clear();
+        s.candidates.push((own, 0.0));
+        let mut best = 0.0f64;
+        for &d in &s.acc.touched {
+            let d_weight = s.weight[d as usize];
+            if d == own || s.external[d as usize] < lambda * d_weight * (total - d_weight) {
+                continue;
+            }
+            let gain = s.acc.weights[d as usize] - lambda * sv * d_weight;
+            if gain >= 0.0 {
+                s.candidates.push((d, gain));
+                best = best.max(gain);
+            }
+        }
+        let chosen = if s.candidates.len() == 1 {
+            own
+        } else {
+            // P(d) ∝ exp((gain − best)/θ), shifted by the best gain to avoid overflow.
+            let mut sum = 0.0;
+            for cand in &mut s.candidates {
+                cand.1 = ((cand.1 - best) / randomness).exp();
+                sum += cand.1;
+            }
+            let mut r = rng.uniform() * sum;
+            let mut pick = s.candidates[s.candidates.len() - 1].0;
+            for &(d, p) in &s.candidates {
+                if r < p {
+                    pick = d;
+                    break;
+                }
+                r -= p;
+            }
+            pick
+        };
+        if chosen != own {
+            let d = chosen as usize;
+            s.label[i] = chosen;
+            s.count[own as usize] = 0;
+            s.count[d] += 1;
+            s.weight[d] += sv;
+            s.external[d] += s.to_community[i] - 2.0 * s.acc.weights[d];
+        }
+        s.acc.clear();
+    }
+    for (i, slot) in out.iter_mut().enumerate() {
+        *slot = (start + s.label[i] as usize) as u32;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::graph::Graph;
+
+    /// Two triangles joined by one edge, plus a separate pair, all put in one community: every
+    /// refined community must be connected, so the pair never joins a triangle node.
+    #[test]
+    fn refined_communities_are_connected_subsets() {
+        let g = Graph::from_edges(
+            8,
+            &[
+                (0, 1, 1.0),
+                (1, 2, 1.0),
+                (0, 2, 1.0),
+                (3, 4, 1.0),
+                (4, 5, 1.0),
+                (3, 5, 1.0),
+                (2, 3, 1.0),
+                (6, 7, 1.0),
+            ],
+        )
+        .unwrap();
+        let degrees = g.weighted_degrees().to_vec();
+        let level = Level {
+            graph: &g,
+            node_weights: &degrees,
+            lambda: 1.0 / (2.0 * g.total_weight()),
+        };
+        // Community 0 holds both triangles plus the disconnected pair {6, 7}.
+        let membership = vec![0, 0, 0, 0, 0, 0, 0, 0];
+        for seed in 0..20 {
+            let refined = refine(level, &membership, 1, 0.01, seed, &[]);
+            // 6 and 7 are never with a triangle node.
+            for v in 0..6 {
+                assert_ne!(refined[v], refined[6]);
+            }
+            // Each refined community is connected.
+            let mut labels: Vec<u32> = refined.clone();
+            labels.sort_unstable();
+            labels.dedup();
+            for l in labels {
+                let nodes: Vec<u32> = (0..8).filter(|&v| refined[v as usize] == l).collect();
+                let sub = g.induced_subgraph(&nodes).unwrap();
+                let mut comp = vec![0u32; nodes.len()];
+                assert_eq!(crate::leiden::components::split_disconnected(&sub, &mut comp), 1);
+            }
+        }
+    }
+
+    #[test]
+    fn refinement_stays_inside_communities() {
+        let g = Graph::from_edges(4, &[(0, 1, 1.0), (1, 2, 1.0), (2, 3, 1.0)]).unwrap();
+        let degrees = g.weighted_degrees().to_vec();
+        let level = Level {
+            graph: &g,
+            node_weights: &degrees,
+            lambda: 1.0 / (2.0 * g.total_weight()),
+        };
+        let membership = vec![0, 0, 1, 1];
+        let refined = refine(level, &membership, 2, 0.01, 5, &[]);
+        assert_ne!(refined[1], refined[2]);
+    }
+}
