@@ -1,1 +1,317 @@
-fn main() {}
+//! `agrag-engine`: query a published snapshot from the command line.
+//! Exit codes: 0 success, 1 failure of the work, 2 bad usage or bad input.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use agrag_engine::format::{Layout, Manifest, Verify, verify_run};
+use agrag_engine::query::evidence::{Evidence, EvidenceStatus};
+use agrag_engine::query::theme::ThemeAnswer;
+use agrag_engine::visibility::{Target, Visibility};
+use agrag_engine::{Engine, EngineConfig, EngineError, QueryInput, Scope, ThemeRequest};
+use anyhow::Context;
+use clap::{Args, Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(name = "agrag-engine", version, about = "Answer theme and concept questions over an agrag snapshot")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Args, Clone)]
+struct RootArg {
+    /// Snapshot root [default: $AGRAG_ROOT, else ./.agrag]
+    #[arg(long, env = "AGRAG_ROOT", global = true)]
+    root: Option<PathBuf>,
+}
+
+impl RootArg {
+    fn path(&self) -> PathBuf {
+        self.root.clone().unwrap_or_else(|| PathBuf::from(".agrag"))
+    }
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Themes that match a question, with their supporting passages.
+    Themes {
+        #[command(flatten)]
+        root: RootArg,
+        /// Only these document keys (comma-separated)
+        #[arg(long, value_delimiter = ',')]
+        scope: Option<Vec<String>>,
+        /// Most themes (≥ 1)
+        #[arg(long, default_value_t = 5, allow_negative_numbers = true)]
+        limit: i64,
+        /// Most passages per theme (≥ 1)
+        #[arg(long, default_value_t = 3, allow_negative_numbers = true)]
+        support_limit: i64,
+        /// Print JSON
+        #[arg(long)]
+        json: bool,
+        /// The question
+        question: String,
+    },
+    /// The text and location behind evidence ids.
+    Evidence {
+        #[command(flatten)]
+        root: RootArg,
+        /// Print JSON
+        #[arg(long)]
+        json: bool,
+        /// Evidence ids (passage ids)
+        #[arg(required = true)]
+        ids: Vec<String>,
+    },
+    /// Live visibility flags of passages and documents.
+    Visibility {
+        #[command(subcommand)]
+        command: VisibilityCommand,
+    },
+    /// Check the run LATEST names: manifest, sizes and checksums of every file.
+    Verify {
+        #[command(flatten)]
+        root: RootArg,
+    },
+}
+
+#[derive(Args)]
+#[group(required = true, multiple = false)]
+struct TargetArgs {
+    /// A passage id
+    #[arg(long)]
+    passage: Option<String>,
+    /// A document key (applies to all its passages)
+    #[arg(long)]
+    document: Option<String>,
+}
+
+impl TargetArgs {
+    fn get(&self) -> (Target, &str) {
+        match (&self.passage, &self.document) {
+            (Some(p), _) => (Target::Passage, p),
+            (None, Some(d)) => (Target::Document, d),
+            (None, None) => (Target::Passage, ""),
+        }
+    }
+}
+
+#[derive(Subcommand)]
+enum VisibilityCommand {
+    /// Set the state of a passage or document.
+    Set {
+        #[command(flatten)]
+        root: RootArg,
+        #[command(flatten)]
+        target: TargetArgs,
+        /// visible | hidden | deleted | superseded
+        #[arg(long)]
+        state: String,
+        /// Why
+        #[arg(long)]
+        reason: Option<String>,
+    },
+    /// Print the state of a passage or document.
+    Get {
+        #[command(flatten)]
+        root: RootArg,
+        #[command(flatten)]
+        target: TargetArgs,
+    },
+    /// List every flag that is not visible.
+    List {
+        #[command(flatten)]
+        root: RootArg,
+        /// Print JSON
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+type CmdResult = Result<(), (u8, anyhow::Error)>;
+
+fn usage(e: impl Into<anyhow::Error>) -> (u8, anyhow::Error) {
+    (2, e.into())
+}
+
+fn work(e: impl Into<anyhow::Error>) -> (u8, anyhow::Error) {
+    (1, e.into())
+}
+
+fn engine_code(e: &EngineError) -> u8 {
+    if matches!(e, EngineError::InvalidArgument { .. }) { 2 } else { 1 }
+}
+
+fn to_count(field: &'static str, v: i64) -> Result<usize, (u8, anyhow::Error)> {
+    usize::try_from(v).ok().filter(|&n| n >= 1).ok_or_else(|| {
+        usage(EngineError::InvalidArgument {
+            field,
+            value: v.to_string(),
+            expected: "an integer ≥ 1",
+        })
+    })
+}
+
+fn snippet(text: &str, n: usize) -> String {
+    let t: String = text.chars().take(n).collect();
+    if text.chars().count() > n { format!("{}…", t.trim_end()) } else { t }
+}
+
+fn print_themes(engine: &Engine, a: &ThemeAnswer) -> CmdResult {
+    let state = a.index_state.map_or("null".to_owned(), |s| format!("{s:?}").to_lowercase());
+    println!(
+        "status: {}  truncated: {}  index_state: {}  run: {}",
+        serde_json::to_value(a.status).map_err(work)?.as_str().unwrap_or("?"),
+        a.truncated,
+        state,
+        a.run_id.as_deref().unwrap_or("-")
+    );
+    for f in &a.failures {
+        println!("failure [{}]: {}", f.leg, f.message);
+    }
+    for (i, t) in a.themes.iter().enumerate() {
+        println!("\n{}. theme {} (level {}, score {:.3}): {}", i + 1, t.theme_id, t.level, t.score, t.entities.join(" · "));
+        let ids: Vec<String> = t.passages.iter().map(|p| p.evidence_id.clone()).collect();
+        let ev = engine.fetch_evidence(&ids).map_err(work)?;
+        for (p, e) in t.passages.iter().zip(ev) {
+            println!(
+                "   - {} ({} members): {}",
+                p.evidence_id,
+                p.num_members,
+                snippet(e.text.as_deref().unwrap_or(""), 160)
+            );
+        }
+    }
+    Ok(())
+}
+
+fn print_evidence(ev: &[Evidence]) {
+    for e in ev {
+        match e.status {
+            EvidenceStatus::Found => println!(
+                "{} — {} (passage {}): {}\n  {}\n",
+                e.evidence_id,
+                e.document_key.as_deref().unwrap_or(""),
+                e.location.map_or(0, |l| l.position),
+                e.title.as_deref().unwrap_or(""),
+                e.text.as_deref().unwrap_or("")
+            ),
+            EvidenceStatus::NotVisible => println!(
+                "{}: not visible ({})\n",
+                e.evidence_id,
+                e.visibility.map_or("?", Visibility::as_str)
+            ),
+            EvidenceStatus::Unknown => println!("{}: unknown evidence id\n", e.evidence_id),
+        }
+    }
+}
+
+fn json_out<T: serde::Serialize>(v: &T) -> CmdResult {
+    println!("{}", serde_json::to_string_pretty(v).map_err(work)?);
+    Ok(())
+}
+
+fn run(cli: Cli) -> CmdResult {
+    match cli.command {
+        Command::Themes { root, scope, limit, support_limit, json, question } => {
+            let limit = to_count("limit", limit)?;
+            let support_limit = to_count("support_limit", support_limit)?;
+            let engine = Engine::open(root.path(), EngineConfig::default()).map_err(work)?;
+            let req = ThemeRequest {
+                query: QueryInput::Text(question),
+                scope: scope.map_or(Scope::All, |keys| {
+                    Scope::Documents(keys.into_iter().map(|k| k.trim().to_owned()).filter(|k| !k.is_empty()).collect())
+                }),
+                limit,
+                support_limit,
+            };
+            let answer = engine.search_themes(&req).map_err(|e| (engine_code(&e), e.into()))?;
+            if json {
+                json_out(&answer)?;
+            } else {
+                print_themes(&engine, &answer)?;
+                if let Some(r) = engine.not_ready_reason() {
+                    println!("not ready: {r}");
+                }
+            }
+            Ok(())
+        }
+        Command::Evidence { root, json, ids } => {
+            let engine = Engine::open(root.path(), EngineConfig::default()).map_err(work)?;
+            let ev = engine.fetch_evidence(&ids).map_err(work)?;
+            if json { json_out(&ev) } else {
+                print_evidence(&ev);
+                Ok(())
+            }
+        }
+        Command::Visibility { command } => match command {
+            VisibilityCommand::Set { root, target, state, reason } => {
+                let state: Visibility = state.parse().map_err(usage)?;
+                let (t, key) = target.get();
+                let engine = Engine::open(root.path(), EngineConfig::default()).map_err(work)?;
+                engine.set_visibility(t, key, state, reason.as_deref()).map_err(|e| (engine_code(&e), e.into()))?;
+                println!("{key}: {}", state.as_str());
+                Ok(())
+            }
+            VisibilityCommand::Get { root, target } => {
+                let (t, key) = target.get();
+                let engine = Engine::open(root.path(), EngineConfig::default()).map_err(work)?;
+                println!("{key}: {}", engine.visibility(t, key).map_err(work)?.as_str());
+                Ok(())
+            }
+            VisibilityCommand::List { root, json } => {
+                let path = Layout::new(root.path()).visibility_path();
+                let flags = if path.exists() {
+                    agrag_engine::visibility::VisibilityStore::open(&path).and_then(|s| s.list()).map_err(work)?
+                } else {
+                    Vec::new()
+                };
+                if json {
+                    return json_out(&flags);
+                }
+                for f in flags {
+                    println!(
+                        "{:<8} {:<30} {:<10} {} {}",
+                        format!("{:?}", f.target).to_lowercase(),
+                        f.key,
+                        f.state.as_str(),
+                        f.changed_at,
+                        f.reason.unwrap_or_default()
+                    );
+                }
+                Ok(())
+            }
+        },
+        Command::Verify { root } => {
+            let layout = Layout::new(root.path());
+            let run_id = layout
+                .read_latest()
+                .map_err(work)?
+                .with_context(|| format!("no LATEST under {}", layout.root().display()))
+                .map_err(work)?;
+            let dir = layout.run_dir(&run_id);
+            let manifest = Manifest::read(&dir).map_err(work)?;
+            verify_run(&dir, &manifest, Verify::Checksums).map_err(work)?;
+            agrag_engine::snapshot::Snapshot::open_run(&dir).map_err(work)?;
+            println!("run {run_id}: {} files verified (sizes, BLAKE3 checksums, schemas)", manifest.files.len());
+            Ok(())
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "error".into()),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    match run(Cli::parse()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err((code, e)) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(code)
+        }
+    }
+}

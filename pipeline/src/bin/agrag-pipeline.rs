@@ -1,1 +1,179 @@
-fn main() {}
+//! `agrag-pipeline`: the nightly batch job (`run`) and detection on a graph you bring
+//! (`detect-graph`). Exit codes: 0 success, 1 failure of the work, 2 bad usage or bad input.
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use agrag_engine::embed::HashEmbedder;
+use agrag_pipeline::PipelineError;
+use agrag_pipeline::leiden::{Algorithm, LeidenConfig, Objective};
+use agrag_pipeline::link::LinkConfig;
+use agrag_pipeline::report::ExtractiveReportWriter;
+use agrag_pipeline::run::{RunConfig, RunSummary, run};
+use anyhow::Context;
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+#[derive(Parser)]
+#[command(name = "agrag-pipeline", version, about = "Documents + vocabulary → themes, published as a Parquet snapshot")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Ingest, link, build the entity graph, detect communities, write reports and embeddings,
+    /// publish runs/<run_id>/ and move LATEST.
+    Run(RunArgs),
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum ObjectiveArg {
+    Modularity,
+    Cpm,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum AlgorithmArg {
+    Leiden,
+    Louvain,
+}
+
+#[derive(Args)]
+struct RunArgs {
+    /// Snapshot root [default: $AGRAG_ROOT, else ./.agrag]
+    #[arg(long, env = "AGRAG_ROOT")]
+    root: Option<PathBuf>,
+    /// Documents, JSON Lines [default: the shipped PubMedQA corpus]
+    #[arg(long)]
+    documents: Option<PathBuf>,
+    /// Vocabulary folder with concepts.tsv and broader.tsv [default: the shipped MeSH]
+    #[arg(long)]
+    vocabulary: Option<PathBuf>,
+    /// Random seed of detection
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Worker threads (results do not depend on it) [default: one per core]
+    #[arg(long)]
+    threads: Option<usize>,
+    /// Quality function
+    #[arg(long, value_enum, default_value = "modularity")]
+    objective: ObjectiveArg,
+    /// Detection algorithm
+    #[arg(long, value_enum, default_value = "leiden")]
+    algorithm: AlgorithmArg,
+    /// Resolution γ (> 0)
+    #[arg(long)]
+    resolution: Option<f64>,
+    /// Communities larger than this are split into a deeper level
+    #[arg(long)]
+    max_cluster_size: Option<usize>,
+    /// Print the summary as JSON
+    #[arg(long)]
+    json: bool,
+}
+
+/// The folder of the shipped data: `./data` when it holds the corpus, else the repository's.
+fn shipped(rel: &str) -> PathBuf {
+    let local = PathBuf::from("data").join(rel);
+    if local.exists() {
+        return local;
+    }
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..").join("data").join(rel)
+}
+
+fn default_root() -> PathBuf {
+    PathBuf::from(".agrag")
+}
+
+fn is_bad_input(e: &PipelineError) -> bool {
+    matches!(
+        e,
+        PipelineError::Io { .. }
+            | PipelineError::Parse { .. }
+            | PipelineError::EmptyInput { .. }
+            | PipelineError::DuplicateKey { .. }
+            | PipelineError::InvalidWeight { .. }
+            | PipelineError::NodeOutOfRange { .. }
+            | PipelineError::InvalidConfig { .. }
+    )
+}
+
+fn print_summary(s: &RunSummary) {
+    println!("published run {} at {}", s.run_id, s.run_dir.display());
+    println!("  documents            {:>8}  ({} linked to a concept)", s.documents, s.linked_documents);
+    println!("  passages             {:>8}  ({} left out: deleted or superseded)", s.passages, s.excluded_passages);
+    println!("  mentions             {:>8}  ({:.2} distinct concepts per passage)", s.mentions, s.mean_mentions_per_passage);
+    println!("  entities             {:>8}  ({} isolated)", s.entities, s.isolates);
+    println!("  edges                {:>8}", s.edges);
+    println!("  communities/level    {:?}", s.communities_per_level);
+    println!("  modularity (level 0) {:>8.4}", s.modularity);
+    println!("  embedder             {}", s.embedder);
+    let secs: Vec<String> = s.seconds.iter().map(|(k, v)| format!("{k} {v:.2}")).collect();
+    println!("  seconds              {}", secs.join(", "));
+}
+
+fn run_cmd(a: RunArgs) -> Result<(), (u8, anyhow::Error)> {
+    let mut leiden = LeidenConfig::default();
+    if let Some(s) = a.seed {
+        leiden.seed = s;
+    }
+    if let Some(r) = a.resolution {
+        leiden.resolution = r;
+    }
+    if let Some(m) = a.max_cluster_size {
+        leiden.max_cluster_size = m;
+    }
+    leiden.objective = match a.objective {
+        ObjectiveArg::Modularity => Objective::Modularity,
+        ObjectiveArg::Cpm => Objective::Cpm,
+    };
+    leiden.algorithm = match a.algorithm {
+        AlgorithmArg::Leiden => Algorithm::Leiden,
+        AlgorithmArg::Louvain => Algorithm::Louvain,
+    };
+    let cfg = RunConfig {
+        root: a.root.unwrap_or_else(default_root),
+        documents: a.documents.unwrap_or_else(|| shipped("pubmedqa/documents.jsonl")),
+        vocabulary: a.vocabulary.unwrap_or_else(|| shipped("mesh")),
+        threads: a.threads,
+        link: LinkConfig::default(),
+        leiden,
+        embedder: Arc::new(HashEmbedder::default()),
+        report_writer: Arc::new(ExtractiveReportWriter),
+        progress: !a.json && std::io::stderr().is_terminal(),
+    };
+    let summary = run(&cfg).map_err(|e| {
+        let code = if is_bad_input(&e) { 2 } else { 1 };
+        (code, anyhow::Error::new(e).context("the run failed; nothing was published"))
+    })?;
+    if a.json {
+        let json = serde_json::to_string_pretty(&summary).context("summary to JSON").map_err(|e| (1, e))?;
+        println!("{json}");
+    } else {
+        print_summary(&summary);
+    }
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Run(a) => run_cmd(a),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err((code, e)) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(code)
+        }
+    }
+}

@@ -124,9 +124,9 @@ pub fn polars_edges(pairs: &[(u32, u32)]) -> Result<Vec<(u32, u32, f64)>> {
         .cast(&DataType::Float64)
         .map_err(internal)?;
     let w = w.f64().map_err(internal)?.clone();
-    Ok(a.into_iter()
-        .zip(b.into_iter())
-        .zip(w.into_iter())
+    Ok(a.iter()
+        .zip(b.iter())
+        .zip(w.iter())
         .filter_map(|((a, b), w)| Some((a?, b?, w?)))
         .collect())
 }

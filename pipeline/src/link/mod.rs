@@ -45,7 +45,8 @@ pub const DEFAULT_STOPLIST: &[&str] = &[
     "Follow-Up Studies", "Cohort Studies", "Cross-Sectional Studies", "Prevalence", "Incidence",
     "Diagnosis", "Therapy", "Treatment", "Surgery", "Study", "Studies", "Patient", "Group",
     "Groups", "Control Groups", "Outcome", "Purpose", "Objective", "Background", "Results",
-    "Conclusion", "Age", "Mass", "Cells", "Cell", "Face", "Mouth", "Arm",
+    "Conclusion", "Age", "Mass", "Cells", "Cell", "Mouth", "Arm", "Persons", "White", "Black",
+    "Guanosine Diphosphate",
 ];
 
 /// Linking parameters.

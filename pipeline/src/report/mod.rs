@@ -30,6 +30,8 @@ pub struct CommunityContext<'a> {
     /// Members as `(entity id, name, internal weighted degree, passages mentioning it)`, most
     /// central first (internal degree desc, then passages desc, then name).
     pub members: Vec<(u32, &'a str, f64, u32)>,
+    /// Short entry terms of each member, parallel to `members` (may be empty strings).
+    pub aliases: Vec<&'a str>,
     /// Internal edges as `(name a, name b, weight)`, heaviest first.
     pub relationships: Vec<(&'a str, &'a str, f64)>,
     /// Supporting passages as `(passage, distinct members mentioning it)`, ranked by members
@@ -78,8 +80,9 @@ pub trait ReportWriter: Send + Sync {
 /// * summary: size, level, centre, support, strongest links;
 /// * findings: from each of the best three supporting passages, the sentence naming the most
 ///   members (at most 300 characters);
-/// * embedded text: title, up to 30 member names, summary, findings and the titles of up to
-///   five supporting documents.
+/// * embedded text: title, up to 30 member names with their short entry terms (so that
+///   "statins" finds *Hydroxymethylglutaryl-CoA Reductase Inhibitors*), summary, findings and
+///   the titles of up to five supporting documents.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct ExtractiveReportWriter;
 
@@ -153,7 +156,13 @@ impl ReportWriter for ExtractiveReportWriter {
                 sources.push(p.document_title);
             }
         }
-        let member_names: Vec<&str> = ctx.members.iter().take(30).map(|m| m.1).collect();
+        let member_names: Vec<String> = ctx
+            .members
+            .iter()
+            .zip(&ctx.aliases)
+            .take(30)
+            .map(|(m, a)| if a.is_empty() { m.1.to_owned() } else { format!("{} ({a})", m.1) })
+            .collect();
         let full_content = format!(
             "{title}\nConcepts: {}\n{summary}\nFindings: {}\nSources: {}",
             member_names.join(", "),
@@ -207,6 +216,7 @@ pub fn community_context<'a>(
     level: u32,
     members: &[u32],
     names: &'a [String],
+    aliases: &'a [String],
     adjacency: &Adjacency,
     entity_passages: &[Vec<u32>],
     passages: &[PassageRef<'a>],
@@ -259,6 +269,7 @@ pub fn community_context<'a>(
     CommunityContext {
         community_id,
         level,
+        aliases: member_rows.iter().map(|m| aliases[m.0 as usize].as_str()).collect(),
         members: member_rows,
         relationships,
         passages: ranked.into_iter().map(|(p, n)| (passages[p as usize], n)).collect(),
@@ -280,7 +291,8 @@ mod tests {
             PassageRef { text: "After myocardial infarction, mortality rises.", position: 0, document_title: "Q2?", document: 1 },
         ];
         let entity_passages = vec![vec![0], vec![0, 1], vec![1]];
-        let ctx = community_context(7, 1, &[0, 1, 2], &names, &adjacency, &entity_passages, &passages);
+        let aliases: Vec<String> = vec!["Statin".into(), String::new(), "Heart Attack".into()];
+        let ctx = community_context(7, 1, &[0, 1, 2], &names, &aliases, &adjacency, &entity_passages, &passages);
         assert_eq!(ctx.members[0].1, "Mortality");
         assert_eq!(ctx.relationships[0], ("Mortality", "Myocardial Infarction", 3.0));
         assert_eq!(ctx.num_documents, 2);
@@ -288,6 +300,7 @@ mod tests {
         assert_eq!(r.title, "Mortality, Myocardial Infarction and Statins");
         assert_eq!(r.findings[0], "After myocardial infarction, mortality rises.");
         assert!(r.full_content.contains("Sources: Q2? Q1?"), "{}", r.full_content);
+        assert!(r.full_content.contains("Myocardial Infarction (Heart Attack)"), "{}", r.full_content);
         assert_eq!(r, ExtractiveReportWriter.write(&ctx).unwrap());
     }
 }

@@ -1,0 +1,447 @@
+//! The nightly job: ingest → link → graph → detect → report → embed → publish.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+
+use agrag_engine::embed::Embedder;
+use agrag_engine::format::{Layout, new_run_id};
+use agrag_engine::visibility::{Target, VisibilityStore};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use rayon::prelude::*;
+use serde::Serialize;
+
+use crate::error::{PipelineError, Result};
+use crate::graph::Graph;
+use crate::graph::builder::{Mention, cooccurrence};
+use crate::ingest::read_jsonl;
+use crate::leiden::{LeidenConfig, hierarchical_leiden};
+use crate::link::{LinkConfig, Linker, load_vocabulary};
+use crate::publish::{RunTables, publish};
+use crate::report::{Adjacency, PassageRef, ReportWriter, community_context};
+
+/// Node field of concepts found by linking.
+pub const NODE_FIELD_CONCEPT: &str = "concept";
+/// Node field of the input's own subject headings (`mesh`).
+pub const NODE_FIELD_MESH: &str = "mesh";
+
+/// Everything one run needs.
+#[derive(Clone)]
+pub struct RunConfig {
+    /// Snapshot root (runs/, LATEST, visibility.sqlite).
+    pub root: PathBuf,
+    /// Documents (JSON Lines).
+    pub documents: PathBuf,
+    /// Vocabulary folder (`concepts.tsv`, `broader.tsv`).
+    pub vocabulary: PathBuf,
+    /// Worker threads (`None`: Rayon's default, one per core). Results do not depend on it.
+    pub threads: Option<usize>,
+    /// Linking parameters.
+    pub link: LinkConfig,
+    /// Detection parameters (with the seed).
+    pub leiden: LeidenConfig,
+    /// Report embedder.
+    pub embedder: Arc<dyn Embedder>,
+    /// Report writer.
+    pub report_writer: Arc<dyn ReportWriter>,
+    /// Draw progress bars on stderr (only when it is a terminal).
+    pub progress: bool,
+}
+
+impl std::fmt::Debug for RunConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunConfig")
+            .field("root", &self.root)
+            .field("documents", &self.documents)
+            .field("vocabulary", &self.vocabulary)
+            .field("threads", &self.threads)
+            .field("link", &self.link)
+            .field("leiden", &self.leiden)
+            .field("embedder", &self.embedder.identity())
+            .field("report_writer", &self.report_writer.name())
+            .finish()
+    }
+}
+
+/// What a run did, printed at the end and stored in the manifest's `stats`.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunSummary {
+    /// The published run.
+    pub run_id: String,
+    /// Its folder.
+    pub run_dir: PathBuf,
+    /// Documents read.
+    pub documents: usize,
+    /// Passages read.
+    pub passages: usize,
+    /// Passages left out of the graph because their visibility is deleted or superseded.
+    pub excluded_passages: usize,
+    /// Documents with at least one linked concept.
+    pub linked_documents: usize,
+    /// Distinct `(passage, concept)` mentions.
+    pub mentions: usize,
+    /// Mean distinct concepts mentioned per passage.
+    pub mean_mentions_per_passage: f64,
+    /// Entities (graph nodes).
+    pub entities: usize,
+    /// Edges of the entity graph.
+    pub edges: usize,
+    /// Communities per level, level 0 first.
+    pub communities_per_level: Vec<usize>,
+    /// Modularity of level 0.
+    pub modularity: f64,
+    /// Isolated entities.
+    pub isolates: usize,
+    /// Embedder model.
+    pub embedder: String,
+    /// Detection statistics.
+    pub detection: crate::leiden::DetectionStats,
+    /// Wall seconds per phase.
+    pub seconds: BTreeMap<String, f64>,
+}
+
+struct Phases {
+    progress: bool,
+    seconds: BTreeMap<String, f64>,
+}
+
+impl Phases {
+    fn start(&self, name: &str, len: Option<u64>) -> (ProgressBar, Instant) {
+        let target = if self.progress {
+            ProgressDrawTarget::stderr()
+        } else {
+            ProgressDrawTarget::hidden()
+        };
+        let bar = match len {
+            Some(n) => ProgressBar::with_draw_target(Some(n), target).with_style(
+                ProgressStyle::with_template("{prefix:>8} [{bar:30}] {pos}/{len} {msg}")
+                    .unwrap_or_else(|_| ProgressStyle::default_bar())
+                    .progress_chars("=> "),
+            ),
+            None => ProgressBar::with_draw_target(None, target).with_style(
+                ProgressStyle::with_template("{prefix:>8} {spinner} {msg}")
+                    .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+            ),
+        };
+        bar.set_prefix(name.to_owned());
+        bar.enable_steady_tick(std::time::Duration::from_millis(120));
+        tracing::info!(phase = name, "start");
+        (bar, Instant::now())
+    }
+
+    fn finish(&mut self, name: &str, bar: ProgressBar, t: Instant, msg: String) {
+        let s = t.elapsed().as_secs_f64();
+        bar.finish_with_message(format!("{msg} ({s:.2} s)"));
+        tracing::info!(phase = name, seconds = s, "{msg}");
+        self.seconds.insert(name.to_owned(), s);
+    }
+}
+
+/// Runs the whole job and publishes a new run. On error nothing is published and `LATEST`
+/// keeps naming the previous run.
+///
+/// # Errors
+/// Bad input ([`PipelineError::Io`], [`PipelineError::Parse`], [`PipelineError::EmptyInput`],
+/// [`PipelineError::DuplicateKey`], [`PipelineError::InvalidConfig`]) or a failure to write
+/// the snapshot ([`PipelineError::Engine`]).
+pub fn run(cfg: &RunConfig) -> Result<RunSummary> {
+    cfg.leiden.validate()?;
+    if cfg.threads == Some(0) {
+        return Err(PipelineError::InvalidConfig {
+            field: "threads",
+            value: "0".into(),
+            expected: "at least 1",
+        });
+    }
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(cfg.threads.unwrap_or(0))
+        .build()
+        .map_err(|e| PipelineError::Internal(format!("cannot start the thread pool: {e}")))?;
+    pool.install(|| run_in_pool(cfg))
+}
+
+#[allow(clippy::too_many_lines)]
+fn run_in_pool(cfg: &RunConfig) -> Result<RunSummary> {
+    let mut phases = Phases {
+        progress: cfg.progress,
+        seconds: BTreeMap::new(),
+    };
+    let layout = Layout::new(&cfg.root);
+
+    // 1. Ingest.
+    let (bar, t) = phases.start("ingest", None);
+    let mut corpus = read_jsonl(&cfg.documents)?;
+    corpus.documents.sort_by(|a, b| a.key.cmp(&b.key));
+    let num_passages = corpus.num_passages();
+    phases.finish(
+        "ingest",
+        bar,
+        t,
+        format!("{} documents, {num_passages} passages", corpus.documents.len()),
+    );
+
+    // Visibility: deleted and superseded passages stay out of the graph.
+    let vis_path = layout.visibility_path();
+    let mut excluded_passages: HashSet<String> = HashSet::new();
+    let mut excluded_documents: HashSet<String> = HashSet::new();
+    if vis_path.exists() {
+        for flag in VisibilityStore::open(&vis_path)?.list()? {
+            if flag.state.is_excluded_from_runs() {
+                match flag.target {
+                    Target::Passage => excluded_passages.insert(flag.key),
+                    Target::Document => excluded_documents.insert(flag.key),
+                };
+            }
+        }
+    }
+    let mut passage_refs: Vec<PassageRef<'_>> = Vec::with_capacity(num_passages);
+    let mut passage_excluded: Vec<bool> = Vec::with_capacity(num_passages);
+    for (d, doc) in corpus.documents.iter().enumerate() {
+        let doc_out = excluded_documents.contains(&doc.key);
+        for (i, text) in doc.passages.iter().enumerate() {
+            passage_refs.push(PassageRef {
+                text,
+                position: i as u32,
+                document_title: &doc.title,
+                document: d as u32,
+            });
+            passage_excluded.push(doc_out || excluded_passages.contains(&doc.passage_id(i)));
+        }
+    }
+    let num_excluded = passage_excluded.iter().filter(|x| **x).count();
+
+    // 2. Link.
+    let (bar, t) = phases.start("link", Some(num_passages as u64));
+    let vocab = load_vocabulary(&cfg.vocabulary)?;
+    for c in &vocab.broken_cycles {
+        tracing::warn!(
+            "vocabulary cycle {:?} broken by dropping {} -> {}",
+            c.concepts,
+            c.dropped_edge.0,
+            c.dropped_edge.1
+        );
+    }
+    let linker = Linker::new(&vocab, &cfg.link)?;
+    let found: Vec<Vec<(u32, u32)>> = passage_refs
+        .par_iter()
+        .map(|p| {
+            let r = linker.concepts_in(p.text);
+            bar.inc(1);
+            r
+        })
+        .collect();
+    let mut mentions = Vec::new();
+    let mut occurrences: HashMap<(u32, u32), u32> = HashMap::new();
+    let mut document_linked = vec![false; corpus.documents.len()];
+    let mut document_concepts: Vec<(&'static str, u32, u32)> = Vec::new();
+    for (p, concepts) in found.iter().enumerate() {
+        let doc = passage_refs[p].document;
+        if passage_excluded[p] {
+            continue;
+        }
+        for &(c, n) in concepts {
+            mentions.push(Mention {
+                passage: p as u32,
+                concept: c,
+            });
+            occurrences.insert((p as u32, c), n);
+            document_linked[doc as usize] = true;
+            document_concepts.push((NODE_FIELD_CONCEPT, doc, c));
+        }
+    }
+    // The input's own headings, resolved by preferred term or synonym (case-folded).
+    let mut term_index: HashMap<String, u32> = HashMap::new();
+    for (i, c) in vocab.concepts.iter().enumerate() {
+        for s in &c.synonyms {
+            term_index.entry(s.to_lowercase()).or_insert(i as u32);
+        }
+    }
+    for (i, c) in vocab.concepts.iter().enumerate() {
+        term_index.insert(c.preferred_term.to_lowercase(), i as u32);
+    }
+    let mut unresolved_headings = 0usize;
+    for (d, doc) in corpus.documents.iter().enumerate() {
+        if excluded_documents.contains(&doc.key) {
+            continue;
+        }
+        for h in &doc.headings {
+            match term_index.get(&h.to_lowercase()) {
+                Some(&c) => document_concepts.push((NODE_FIELD_MESH, d as u32, c)),
+                None => unresolved_headings += 1,
+            }
+        }
+    }
+    let num_mentions = mentions.len();
+    let linked_documents = document_linked.iter().filter(|x| **x).count();
+    phases.finish(
+        "link",
+        bar,
+        t,
+        format!(
+            "{num_mentions} mentions, {linked_documents} of {} documents linked, {} patterns",
+            corpus.documents.len(),
+            linker.num_patterns()
+        ),
+    );
+
+    // 3. Graph.
+    let (bar, t) = phases.start("graph", None);
+    let co = cooccurrence(&mentions)?;
+    let num_entities = co.entity_concepts.len();
+    let graph = Graph::from_edges(num_entities, &co.edges)?;
+    let mut entity_passages: Vec<Vec<u32>> = vec![Vec::new(); num_entities];
+    let mut mention_counts = Vec::with_capacity(num_mentions);
+    for m in &mentions {
+        let e = co
+            .entity_concepts
+            .binary_search(&m.concept)
+            .map_err(|_| PipelineError::Internal("mention of a concept that is not an entity".into()))?
+            as u32;
+        entity_passages[e as usize].push(m.passage);
+        mention_counts.push((e, m.passage, occurrences.get(&(m.passage, m.concept)).copied().unwrap_or(1)));
+    }
+    for ps in &mut entity_passages {
+        ps.sort_unstable();
+        ps.dedup();
+    }
+    phases.finish(
+        "graph",
+        bar,
+        t,
+        format!("{num_entities} entities, {} edges", graph.num_edges()),
+    );
+
+    // 4. Detect.
+    let (bar, t) = phases.start("detect", None);
+    let hierarchy = hierarchical_leiden(&graph, &cfg.leiden)?;
+    let per_level: Vec<usize> = hierarchy.stats.levels.iter().map(|l| l.communities).collect();
+    let modularity = hierarchy.stats.levels.first().map_or(0.0, |l| l.modularity);
+    phases.finish(
+        "detect",
+        bar,
+        t,
+        format!("communities per level {per_level:?}, modularity {modularity:.4}"),
+    );
+
+    // 5. Report.
+    let (bar, t) = phases.start("report", Some(hierarchy.communities.len() as u64));
+    let names: Vec<String> = co
+        .entity_concepts
+        .iter()
+        .map(|&c| vocab.concepts[c as usize].preferred_term.clone())
+        .collect();
+    // Up to three short entry terms per entity (no inverted "X, Y" forms), for the embedded text.
+    let aliases: Vec<String> = co
+        .entity_concepts
+        .iter()
+        .map(|&c| {
+            let mut syn: Vec<&String> = vocab.concepts[c as usize]
+                .synonyms
+                .iter()
+                .filter(|s| !s.contains(',') && s.len() <= 40)
+                .collect();
+            syn.sort_by_key(|s| (s.len(), s.as_str()));
+            syn.iter().take(3).map(|s| s.as_str()).collect::<Vec<_>>().join("; ")
+        })
+        .collect();
+    let adjacency = Adjacency::new(num_entities, &co.edges);
+    let reports = hierarchy
+        .communities
+        .par_iter()
+        .map(|c| {
+            let ctx = community_context(c.id, c.level, &c.members, &names, &aliases, &adjacency, &entity_passages, &passage_refs);
+            let r = cfg.report_writer.write(&ctx);
+            bar.inc(1);
+            r
+        })
+        .collect::<Result<Vec<_>>>()?;
+    phases.finish("report", bar, t, format!("{} reports", reports.len()));
+
+    // 6. Embed.
+    let (bar, t) = phases.start("embed", Some(reports.len() as u64));
+    let texts: Vec<&str> = reports.iter().map(|r| r.full_content.as_str()).collect();
+    let embeddings: Vec<Vec<f32>> = texts
+        .par_chunks(32)
+        .map(|chunk| {
+            let v = cfg.embedder.embed_batch(chunk);
+            bar.inc(chunk.len() as u64);
+            v
+        })
+        .collect::<agrag_engine::Result<Vec<_>>>()?
+        .into_iter()
+        .flatten()
+        .collect();
+    let identity = cfg.embedder.identity().clone();
+    phases.finish("embed", bar, t, format!("{} vectors by {}", embeddings.len(), identity.model));
+
+    // 7. Publish.
+    let (bar, t) = phases.start("publish", None);
+    let run_id = new_run_id();
+    let entity_degree: Vec<f64> = (0..num_entities as u32).map(|e| graph.weighted_degree(e)).collect();
+    let parameters = serde_json::json!({
+        "documents": cfg.documents,
+        "vocabulary": cfg.vocabulary,
+        "link": cfg.link,
+        "graph": {"kind": "co-occurrence", "weight": "passages mentioning both"},
+        "detection": cfg.leiden,
+        "report_writer": cfg.report_writer.name(),
+        "excluded": {"passages": excluded_passages.len(), "documents": excluded_documents.len()},
+    });
+    let mut fp = blake3::Hasher::new();
+    fp.update(corpus.fingerprint.as_bytes());
+    fp.update(vocab.fingerprint.as_bytes());
+    let mut excl: Vec<&String> = excluded_passages.iter().chain(excluded_documents.iter()).collect();
+    excl.sort();
+    for e in excl {
+        fp.update(e.as_bytes());
+        fp.update(b"\n");
+    }
+    let mut summary = RunSummary {
+        run_id: run_id.clone(),
+        run_dir: layout.run_dir(&run_id),
+        documents: corpus.documents.len(),
+        passages: num_passages,
+        excluded_passages: num_excluded,
+        linked_documents,
+        mentions: num_mentions,
+        mean_mentions_per_passage: num_mentions as f64 / num_passages.max(1) as f64,
+        entities: num_entities,
+        edges: graph.num_edges(),
+        communities_per_level: per_level,
+        modularity,
+        isolates: hierarchy.stats.isolates,
+        embedder: identity.model.clone(),
+        detection: hierarchy.stats.clone(),
+        seconds: phases.seconds.clone(),
+    };
+    let mut stats = serde_json::to_value(&summary)
+        .map_err(|e| PipelineError::Internal(format!("summary does not serialize: {e}")))?;
+    if let Some(obj) = stats.as_object_mut() {
+        obj.remove("run_dir");
+        obj.insert("unresolved_headings".into(), unresolved_headings.into());
+        obj.insert(
+            "vocabulary_cycles_broken".into(),
+            serde_json::to_value(&vocab.broken_cycles).unwrap_or_default(),
+        );
+    }
+    let tables = RunTables {
+        corpus: &corpus,
+        document_linked,
+        document_concepts,
+        vocabulary: &vocab,
+        entity_concepts: &co.entity_concepts,
+        entity_passages: &entity_passages,
+        mention_counts,
+        entity_degree,
+        edges: &co.edges,
+        hierarchy: &hierarchy,
+        reports: &reports,
+        embeddings: &embeddings,
+        embedder: identity,
+    };
+    publish(&layout, &run_id, &tables, parameters, fp.finalize().to_hex().to_string(), stats)?;
+    phases.finish("publish", bar, t, format!("run {run_id} published"));
+    summary.seconds = phases.seconds;
+    Ok(summary)
+}
