@@ -11,9 +11,9 @@ use roaring::RoaringBitmap;
 use crate::embed::{Embedder, HashEmbedder, hash::HASH_MODEL};
 use crate::error::{EngineError, Result};
 use crate::format::Layout;
+use crate::query::Scope;
 use crate::query::evidence::{self, Evidence};
 use crate::query::theme::{self, IndexState, Status, ThemeAnswer};
-use crate::query::Scope;
 use crate::snapshot::Snapshot;
 use crate::view::View;
 use crate::visibility::{Target, Visibility, VisibilityStore};
@@ -125,10 +125,13 @@ impl Engine {
     /// [`EngineError::NotReady`], …). The run served before, if any, keeps serving.
     pub fn reload(&self) -> Result<bool> {
         let result: Result<bool> = (|| {
-            let run_id = self.layout.read_latest()?.ok_or_else(|| EngineError::NotReady {
-                root: self.layout.root().to_owned(),
-                reason: "no LATEST file: run `agrag-pipeline run` first".into(),
-            })?;
+            let run_id = self
+                .layout
+                .read_latest()?
+                .ok_or_else(|| EngineError::NotReady {
+                    root: self.layout.root().to_owned(),
+                    reason: "no LATEST file: run `agrag-pipeline run` first".into(),
+                })?;
             if let Some(current) = self.snapshot.load_full()
                 && current.run_id() == run_id
             {
@@ -203,7 +206,13 @@ impl Engine {
     /// # Errors
     /// [`EngineError::Visibility`] when the store cannot be written;
     /// [`EngineError::InvalidArgument`] for an empty key.
-    pub fn set_visibility(&self, target: Target, key: &str, state: Visibility, reason: Option<&str>) -> Result<()> {
+    pub fn set_visibility(
+        &self,
+        target: Target,
+        key: &str,
+        state: Visibility,
+        reason: Option<&str>,
+    ) -> Result<()> {
         let mut store = VisibilityStore::open(&self.layout.visibility_path())?;
         store.set(target, key, state, reason)
     }
@@ -226,7 +235,10 @@ impl Engine {
         if let Some(e) = &self.config.embedder {
             return Ok(e.clone());
         }
-        let mut cached = self.auto_embedder.lock().map_err(|_| "embedder lock poisoned".to_owned())?;
+        let mut cached = self
+            .auto_embedder
+            .lock()
+            .map_err(|_| "embedder lock poisoned".to_owned())?;
         if let Some(e) = cached.as_ref() {
             return Ok(e.clone());
         }
@@ -272,7 +284,9 @@ impl Engine {
                     expected: "a non-empty question",
                 });
             }
-            QueryInput::Vector { vector, .. } if vector.is_empty() || vector.iter().any(|x| !x.is_finite()) => {
+            QueryInput::Vector { vector, .. }
+                if vector.is_empty() || vector.iter().any(|x| !x.is_finite()) =>
+            {
                 return Err(EngineError::InvalidArgument {
                     field: "query",
                     value: format!("a vector of {} values", vector.len()),
@@ -294,7 +308,10 @@ impl Engine {
             }
         };
         let Some(snap) = view.snapshot() else {
-            return Ok(ThemeAnswer::empty(Status::IndexNotReady, Some(IndexState::NotReady)));
+            return Ok(ThemeAnswer::empty(
+                Status::IndexNotReady,
+                Some(IndexState::NotReady),
+            ));
         };
         let run = &snap.manifest.embedder;
         let run_id = Some(snap.run_id().to_owned());
@@ -340,14 +357,24 @@ impl Engine {
                         return Ok(ThemeAnswer::failed(
                             run_id,
                             "embed",
-                            format!("the embedder returned {} values, expected {}", v.len(), run.dim),
+                            format!(
+                                "the embedder returned {} values, expected {}",
+                                v.len(),
+                                run.dim
+                            ),
                         ));
                     }
                     Err(e) => return Ok(ThemeAnswer::failed(run_id, "embed", e.to_string())),
                 }
             }
         };
-        Ok(theme::search(&view, &vector, &req.scope, req.limit, req.support_limit))
+        Ok(theme::search(
+            &view,
+            &vector,
+            &req.scope,
+            req.limit,
+            req.support_limit,
+        ))
     }
 
     /// The text and location behind evidence ids (passage ids), in the order asked. A hidden,
@@ -362,7 +389,10 @@ impl Engine {
 }
 
 /// Bitmap of passage rows that are not visible, and their effective states.
-fn build_bitmap(snap: &Snapshot, store: &VisibilityStore) -> Result<(RoaringBitmap, HashMap<u32, Visibility>)> {
+fn build_bitmap(
+    snap: &Snapshot,
+    store: &VisibilityStore,
+) -> Result<(RoaringBitmap, HashMap<u32, Visibility>)> {
     let mut states: HashMap<u32, Visibility> = HashMap::new();
     for flag in store.list()? {
         let rows: Vec<u32> = match flag.target {

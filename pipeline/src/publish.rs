@@ -11,8 +11,8 @@ use agrag_engine::format::schema::{
 use agrag_engine::format::{Layout, Manifest, RunWriter};
 use arrow_array::builder::{ListBuilder, StringBuilder};
 use arrow_array::{
-    ArrayRef, BooleanArray, FixedSizeListArray, Float32Array, Float64Array, Int32Array, RecordBatch,
-    StringArray, UInt32Array,
+    ArrayRef, BooleanArray, FixedSizeListArray, Float32Array, Float64Array, Int32Array,
+    RecordBatch, StringArray, UInt32Array,
 };
 
 use crate::error::{PipelineError, Result};
@@ -68,7 +68,9 @@ fn u32s(it: impl IntoIterator<Item = u32>) -> ArrayRef {
     Arc::new(UInt32Array::from_iter_values(it))
 }
 
-fn list_of_strings<'s, I: IntoIterator<Item = &'s str>>(rows: impl IntoIterator<Item = I>) -> ArrayRef {
+fn list_of_strings<'s, I: IntoIterator<Item = &'s str>>(
+    rows: impl IntoIterator<Item = I>,
+) -> ArrayRef {
     let field = arrow_schema::Field::new("item", arrow_schema::DataType::Utf8, false);
     let mut b = ListBuilder::new(StringBuilder::new()).with_field(Arc::new(field));
     for row in rows {
@@ -118,12 +120,22 @@ pub fn publish(
         passages::schema(),
         vec![
             strings(passage_ids.iter().map(String::as_str)),
-            strings(docs.iter().flat_map(|d| d.passages.iter().map(|_| d.key.as_str()))),
+            strings(
+                docs.iter()
+                    .flat_map(|d| d.passages.iter().map(|_| d.key.as_str())),
+            ),
             u32s(docs.iter().flat_map(|d| 0..d.passages.len() as u32)),
-            strings(docs.iter().flat_map(|d| d.passages.iter().map(String::as_str))),
+            strings(
+                docs.iter()
+                    .flat_map(|d| d.passages.iter().map(String::as_str)),
+            ),
         ],
     )?;
-    w.write_parquet(passages::FILE, &b, &[passages::DOCUMENT_KEY, passages::POSITION])?;
+    w.write_parquet(
+        passages::FILE,
+        &b,
+        &[passages::DOCUMENT_KEY, passages::POSITION],
+    )?;
 
     // Vocabulary, sorted by concept id.
     let vocab = tables.vocabulary;
@@ -133,15 +145,28 @@ pub fn publish(
         concepts::schema(),
         vec![
             strings(order.iter().map(|&i| vocab.concepts[i].id.as_str())),
-            strings(order.iter().map(|&i| vocab.concepts[i].preferred_term.as_str())),
-            list_of_strings(order.iter().map(|&i| vocab.concepts[i].synonyms.iter().map(String::as_str))),
+            strings(
+                order
+                    .iter()
+                    .map(|&i| vocab.concepts[i].preferred_term.as_str()),
+            ),
+            list_of_strings(
+                order
+                    .iter()
+                    .map(|&i| vocab.concepts[i].synonyms.iter().map(String::as_str)),
+            ),
         ],
     )?;
     w.write_parquet(concepts::FILE, &b, &[concepts::CONCEPT_ID])?;
     let mut edges: Vec<(&str, &str)> = vocab
         .broader
         .iter()
-        .map(|&(c, p)| (vocab.concepts[c as usize].id.as_str(), vocab.concepts[p as usize].id.as_str()))
+        .map(|&(c, p)| {
+            (
+                vocab.concepts[c as usize].id.as_str(),
+                vocab.concepts[p as usize].id.as_str(),
+            )
+        })
         .collect();
     edges.sort_unstable();
     let b = batch(
@@ -152,12 +177,22 @@ pub fn publish(
             strings(edges.iter().map(|_| SUBCLASS_OF)),
         ],
     )?;
-    w.write_parquet(concept_edges::FILE, &b, &[concept_edges::CHILD, concept_edges::PARENT])?;
+    w.write_parquet(
+        concept_edges::FILE,
+        &b,
+        &[concept_edges::CHILD, concept_edges::PARENT],
+    )?;
 
     let mut dc: Vec<(&str, &str, &str)> = tables
         .document_concepts
         .iter()
-        .map(|&(f, d, c)| (f, docs[d as usize].key.as_str(), vocab.concepts[c as usize].id.as_str()))
+        .map(|&(f, d, c)| {
+            (
+                f,
+                docs[d as usize].key.as_str(),
+                vocab.concepts[c as usize].id.as_str(),
+            )
+        })
         .collect();
     dc.sort_unstable();
     dc.dedup();
@@ -172,7 +207,11 @@ pub fn publish(
     w.write_parquet(
         document_concepts::FILE,
         &b,
-        &[document_concepts::NODE_FIELD, document_concepts::DOCUMENT_KEY, document_concepts::CONCEPT_ID],
+        &[
+            document_concepts::NODE_FIELD,
+            document_concepts::DOCUMENT_KEY,
+            document_concepts::CONCEPT_ID,
+        ],
     )?;
 
     // Entities, mentions, relationships.
@@ -181,8 +220,18 @@ pub fn publish(
         entities::schema(),
         vec![
             u32s(0..n as u32),
-            strings(tables.entity_concepts.iter().map(|&c| vocab.concepts[c as usize].id.as_str())),
-            strings(tables.entity_concepts.iter().map(|&c| vocab.concepts[c as usize].preferred_term.as_str())),
+            strings(
+                tables
+                    .entity_concepts
+                    .iter()
+                    .map(|&c| vocab.concepts[c as usize].id.as_str()),
+            ),
+            strings(
+                tables
+                    .entity_concepts
+                    .iter()
+                    .map(|&c| vocab.concepts[c as usize].preferred_term.as_str()),
+            ),
             u32s(tables.entity_passages.iter().map(|p| p.len() as u32)),
             Arc::new(Float64Array::from(tables.entity_degree.clone())),
         ],
@@ -202,16 +251,26 @@ pub fn publish(
             u32s(m.iter().map(|r| r.2)),
         ],
     )?;
-    w.write_parquet(mentions::FILE, &b, &[mentions::ENTITY_ID, mentions::PASSAGE_ID])?;
+    w.write_parquet(
+        mentions::FILE,
+        &b,
+        &[mentions::ENTITY_ID, mentions::PASSAGE_ID],
+    )?;
     let b = batch(
         relationships::schema(),
         vec![
             u32s(tables.edges.iter().map(|e| e.0)),
             u32s(tables.edges.iter().map(|e| e.1)),
-            Arc::new(Float64Array::from_iter_values(tables.edges.iter().map(|e| e.2))),
+            Arc::new(Float64Array::from_iter_values(
+                tables.edges.iter().map(|e| e.2),
+            )),
         ],
     )?;
-    w.write_parquet(relationships::FILE, &b, &[relationships::SOURCE, relationships::TARGET])?;
+    w.write_parquet(
+        relationships::FILE,
+        &b,
+        &[relationships::SOURCE, relationships::TARGET],
+    )?;
 
     // Communities, membership, reports, embeddings.
     let comms = &tables.hierarchy.communities;
@@ -230,7 +289,9 @@ pub fn publish(
             u32s(comms.iter().map(|c| c.level)),
             Arc::new(UInt32Array::from_iter(comms.iter().map(|c| c.parent))),
             u32s(comms.iter().map(|c| c.members.len() as u32)),
-            Arc::new(BooleanArray::from_iter(comms.iter().map(|c| Some(c.is_leaf)))),
+            Arc::new(BooleanArray::from_iter(
+                comms.iter().map(|c| Some(c.is_leaf)),
+            )),
         ],
     )?;
     w.write_parquet(communities::FILE, &b, &[communities::COMMUNITY_ID])?;
@@ -243,10 +304,16 @@ pub fn publish(
             u32s(rows.iter().map(|r| r.node)),
             u32s(rows.iter().map(|r| r.community)),
             Arc::new(UInt32Array::from_iter(rows.iter().map(|r| r.parent))),
-            Arc::new(BooleanArray::from_iter(rows.iter().map(|r| Some(r.is_leaf)))),
+            Arc::new(BooleanArray::from_iter(
+                rows.iter().map(|r| Some(r.is_leaf)),
+            )),
         ],
     )?;
-    w.write_parquet(membership::FILE, &b, &[membership::LEVEL, membership::ENTITY_ID])?;
+    w.write_parquet(
+        membership::FILE,
+        &b,
+        &[membership::LEVEL, membership::ENTITY_ID],
+    )?;
     let r = tables.reports;
     let b = batch(
         reports::schema(),
@@ -262,7 +329,12 @@ pub fn publish(
     )?;
     w.write_parquet(reports::FILE, &b, &[reports::COMMUNITY_ID])?;
     let dim = tables.embedder.dim;
-    if let Some((i, v)) = tables.embeddings.iter().enumerate().find(|(_, v)| v.len() != dim) {
+    if let Some((i, v)) = tables
+        .embeddings
+        .iter()
+        .enumerate()
+        .find(|(_, v)| v.len() != dim)
+    {
         return Err(PipelineError::Internal(format!(
             "embedding of community {i} has {} values, the embedder's dim is {dim}",
             v.len()
@@ -271,7 +343,8 @@ pub fn publish(
     let values = Float32Array::from_iter_values(tables.embeddings.iter().flatten().copied());
     let list = FixedSizeListArray::try_new(
         report_embeddings::item_field(),
-        i32::try_from(dim).map_err(|_| PipelineError::Internal("embedding dim too large".into()))?,
+        i32::try_from(dim)
+            .map_err(|_| PipelineError::Internal("embedding dim too large".into()))?,
         Arc::new(values),
         None,
     )
@@ -280,10 +353,19 @@ pub fn publish(
         report_embeddings::schema(dim),
         vec![u32s(comms.iter().map(|c| c.id)), Arc::new(list)],
     )?;
-    w.write_parquet(report_embeddings::FILE, &b, &[report_embeddings::COMMUNITY_ID])?;
+    w.write_parquet(
+        report_embeddings::FILE,
+        &b,
+        &[report_embeddings::COMMUNITY_ID],
+    )?;
     w.write_ipc(report_embeddings::IPC_FILE, &b)?;
 
-    let manifest = w.finish(parameters, tables.embedder.clone(), input_fingerprint, stats)?;
+    let manifest = w.finish(
+        parameters,
+        tables.embedder.clone(),
+        input_fingerprint,
+        stats,
+    )?;
     layout.write_latest(run_id)?;
     Ok(manifest)
 }

@@ -178,7 +178,10 @@ fn run_in_pool(cfg: &RunConfig) -> Result<RunSummary> {
         "ingest",
         bar,
         t,
-        format!("{} documents, {num_passages} passages", corpus.documents.len()),
+        format!(
+            "{} documents, {num_passages} passages",
+            corpus.documents.len()
+        ),
     );
 
     // Visibility: deleted and superseded passages stay out of the graph.
@@ -293,13 +296,18 @@ fn run_in_pool(cfg: &RunConfig) -> Result<RunSummary> {
     let mut entity_passages: Vec<Vec<u32>> = vec![Vec::new(); num_entities];
     let mut mention_counts = Vec::with_capacity(num_mentions);
     for m in &mentions {
-        let e = co
-            .entity_concepts
-            .binary_search(&m.concept)
-            .map_err(|_| PipelineError::Internal("mention of a concept that is not an entity".into()))?
-            as u32;
+        let e = co.entity_concepts.binary_search(&m.concept).map_err(|_| {
+            PipelineError::Internal("mention of a concept that is not an entity".into())
+        })? as u32;
         entity_passages[e as usize].push(m.passage);
-        mention_counts.push((e, m.passage, occurrences.get(&(m.passage, m.concept)).copied().unwrap_or(1)));
+        mention_counts.push((
+            e,
+            m.passage,
+            occurrences
+                .get(&(m.passage, m.concept))
+                .copied()
+                .unwrap_or(1),
+        ));
     }
     for ps in &mut entity_passages {
         ps.sort_unstable();
@@ -315,7 +323,12 @@ fn run_in_pool(cfg: &RunConfig) -> Result<RunSummary> {
     // 4. Detect.
     let (bar, t) = phases.start("detect", None);
     let hierarchy = hierarchical_leiden(&graph, &cfg.leiden)?;
-    let per_level: Vec<usize> = hierarchy.stats.levels.iter().map(|l| l.communities).collect();
+    let per_level: Vec<usize> = hierarchy
+        .stats
+        .levels
+        .iter()
+        .map(|l| l.communities)
+        .collect();
     let modularity = hierarchy.stats.levels.first().map_or(0.0, |l| l.modularity);
     phases.finish(
         "detect",
@@ -342,7 +355,11 @@ fn run_in_pool(cfg: &RunConfig) -> Result<RunSummary> {
                 .filter(|s| !s.contains(',') && s.len() <= 40)
                 .collect();
             syn.sort_by_key(|s| (s.len(), s.as_str()));
-            syn.iter().take(3).map(|s| s.as_str()).collect::<Vec<_>>().join("; ")
+            syn.iter()
+                .take(3)
+                .map(|s| s.as_str())
+                .collect::<Vec<_>>()
+                .join("; ")
         })
         .collect();
     let adjacency = Adjacency::new(num_entities, &co.edges);
@@ -350,7 +367,16 @@ fn run_in_pool(cfg: &RunConfig) -> Result<RunSummary> {
         .communities
         .par_iter()
         .map(|c| {
-            let ctx = community_context(c.id, c.level, &c.members, &names, &aliases, &adjacency, &entity_passages, &passage_refs);
+            let ctx = community_context(
+                c.id,
+                c.level,
+                &c.members,
+                &names,
+                &aliases,
+                &adjacency,
+                &entity_passages,
+                &passage_refs,
+            );
             let r = cfg.report_writer.write(&ctx);
             bar.inc(1);
             r
@@ -373,12 +399,19 @@ fn run_in_pool(cfg: &RunConfig) -> Result<RunSummary> {
         .flatten()
         .collect();
     let identity = cfg.embedder.identity().clone();
-    phases.finish("embed", bar, t, format!("{} vectors by {}", embeddings.len(), identity.model));
+    phases.finish(
+        "embed",
+        bar,
+        t,
+        format!("{} vectors by {}", embeddings.len(), identity.model),
+    );
 
     // 7. Publish.
     let (bar, t) = phases.start("publish", None);
     let run_id = new_run_id();
-    let entity_degree: Vec<f64> = (0..num_entities as u32).map(|e| graph.weighted_degree(e)).collect();
+    let entity_degree: Vec<f64> = (0..num_entities as u32)
+        .map(|e| graph.weighted_degree(e))
+        .collect();
     let parameters = serde_json::json!({
         "documents": cfg.documents,
         "vocabulary": cfg.vocabulary,
@@ -391,7 +424,10 @@ fn run_in_pool(cfg: &RunConfig) -> Result<RunSummary> {
     let mut fp = blake3::Hasher::new();
     fp.update(corpus.fingerprint.as_bytes());
     fp.update(vocab.fingerprint.as_bytes());
-    let mut excl: Vec<&String> = excluded_passages.iter().chain(excluded_documents.iter()).collect();
+    let mut excl: Vec<&String> = excluded_passages
+        .iter()
+        .chain(excluded_documents.iter())
+        .collect();
     excl.sort();
     for e in excl {
         fp.update(e.as_bytes());
@@ -440,7 +476,14 @@ fn run_in_pool(cfg: &RunConfig) -> Result<RunSummary> {
         embeddings: &embeddings,
         embedder: identity,
     };
-    publish(&layout, &run_id, &tables, parameters, fp.finalize().to_hex().to_string(), stats)?;
+    publish(
+        &layout,
+        &run_id,
+        &tables,
+        parameters,
+        fp.finalize().to_hex().to_string(),
+        stats,
+    )?;
     phases.finish("publish", bar, t, format!("run {run_id} published"));
     summary.seconds = phases.seconds;
     Ok(summary)

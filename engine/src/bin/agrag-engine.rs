@@ -13,7 +13,11 @@ use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
 
 #[derive(Parser)]
-#[command(name = "agrag-engine", version, about = "Answer theme and concept questions over an agrag snapshot")]
+#[command(
+    name = "agrag-engine",
+    version,
+    about = "Answer theme and concept questions over an agrag snapshot"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -140,7 +144,11 @@ fn work(e: impl Into<anyhow::Error>) -> (u8, anyhow::Error) {
 }
 
 fn engine_code(e: &EngineError) -> u8 {
-    if matches!(e, EngineError::InvalidArgument { .. }) { 2 } else { 1 }
+    if matches!(e, EngineError::InvalidArgument { .. }) {
+        2
+    } else {
+        1
+    }
 }
 
 fn to_count(field: &'static str, v: i64) -> Result<usize, (u8, anyhow::Error)> {
@@ -155,14 +163,23 @@ fn to_count(field: &'static str, v: i64) -> Result<usize, (u8, anyhow::Error)> {
 
 fn snippet(text: &str, n: usize) -> String {
     let t: String = text.chars().take(n).collect();
-    if text.chars().count() > n { format!("{}…", t.trim_end()) } else { t }
+    if text.chars().count() > n {
+        format!("{}…", t.trim_end())
+    } else {
+        t
+    }
 }
 
 fn print_themes(engine: &Engine, a: &ThemeAnswer) -> CmdResult {
-    let state = a.index_state.map_or("null".to_owned(), |s| format!("{s:?}").to_lowercase());
+    let state = a
+        .index_state
+        .map_or("null".to_owned(), |s| format!("{s:?}").to_lowercase());
     println!(
         "status: {}  truncated: {}  index_state: {}  run: {}",
-        serde_json::to_value(a.status).map_err(work)?.as_str().unwrap_or("?"),
+        serde_json::to_value(a.status)
+            .map_err(work)?
+            .as_str()
+            .unwrap_or("?"),
         a.truncated,
         state,
         a.run_id.as_deref().unwrap_or("-")
@@ -171,7 +188,14 @@ fn print_themes(engine: &Engine, a: &ThemeAnswer) -> CmdResult {
         println!("failure [{}]: {}", f.leg, f.message);
     }
     for (i, t) in a.themes.iter().enumerate() {
-        println!("\n{}. theme {} (level {}, score {:.3}): {}", i + 1, t.theme_id, t.level, t.score, t.entities.join(" · "));
+        println!(
+            "\n{}. theme {} (level {}, score {:.3}): {}",
+            i + 1,
+            t.theme_id,
+            t.level,
+            t.score,
+            t.entities.join(" · ")
+        );
         let ids: Vec<String> = t.passages.iter().map(|p| p.evidence_id.clone()).collect();
         let ev = engine.fetch_evidence(&ids).map_err(work)?;
         for (p, e) in t.passages.iter().zip(ev) {
@@ -214,19 +238,33 @@ fn json_out<T: serde::Serialize>(v: &T) -> CmdResult {
 
 fn run(cli: Cli) -> CmdResult {
     match cli.command {
-        Command::Themes { root, scope, limit, support_limit, json, question } => {
+        Command::Themes {
+            root,
+            scope,
+            limit,
+            support_limit,
+            json,
+            question,
+        } => {
             let limit = to_count("limit", limit)?;
             let support_limit = to_count("support_limit", support_limit)?;
             let engine = Engine::open(root.path(), EngineConfig::default()).map_err(work)?;
             let req = ThemeRequest {
                 query: QueryInput::Text(question),
                 scope: scope.map_or(Scope::All, |keys| {
-                    Scope::Documents(keys.into_iter().map(|k| k.trim().to_owned()).filter(|k| !k.is_empty()).collect())
+                    Scope::Documents(
+                        keys.into_iter()
+                            .map(|k| k.trim().to_owned())
+                            .filter(|k| !k.is_empty())
+                            .collect(),
+                    )
                 }),
                 limit,
                 support_limit,
             };
-            let answer = engine.search_themes(&req).map_err(|e| (engine_code(&e), e.into()))?;
+            let answer = engine
+                .search_themes(&req)
+                .map_err(|e| (engine_code(&e), e.into()))?;
             if json {
                 json_out(&answer)?;
             } else {
@@ -240,30 +278,44 @@ fn run(cli: Cli) -> CmdResult {
         Command::Evidence { root, json, ids } => {
             let engine = Engine::open(root.path(), EngineConfig::default()).map_err(work)?;
             let ev = engine.fetch_evidence(&ids).map_err(work)?;
-            if json { json_out(&ev) } else {
+            if json {
+                json_out(&ev)
+            } else {
                 print_evidence(&ev);
                 Ok(())
             }
         }
         Command::Visibility { command } => match command {
-            VisibilityCommand::Set { root, target, state, reason } => {
+            VisibilityCommand::Set {
+                root,
+                target,
+                state,
+                reason,
+            } => {
                 let state: Visibility = state.parse().map_err(usage)?;
                 let (t, key) = target.get();
                 let engine = Engine::open(root.path(), EngineConfig::default()).map_err(work)?;
-                engine.set_visibility(t, key, state, reason.as_deref()).map_err(|e| (engine_code(&e), e.into()))?;
+                engine
+                    .set_visibility(t, key, state, reason.as_deref())
+                    .map_err(|e| (engine_code(&e), e.into()))?;
                 println!("{key}: {}", state.as_str());
                 Ok(())
             }
             VisibilityCommand::Get { root, target } => {
                 let (t, key) = target.get();
                 let engine = Engine::open(root.path(), EngineConfig::default()).map_err(work)?;
-                println!("{key}: {}", engine.visibility(t, key).map_err(work)?.as_str());
+                println!(
+                    "{key}: {}",
+                    engine.visibility(t, key).map_err(work)?.as_str()
+                );
                 Ok(())
             }
             VisibilityCommand::List { root, json } => {
                 let path = Layout::new(root.path()).visibility_path();
                 let flags = if path.exists() {
-                    agrag_engine::visibility::VisibilityStore::open(&path).and_then(|s| s.list()).map_err(work)?
+                    agrag_engine::visibility::VisibilityStore::open(&path)
+                        .and_then(|s| s.list())
+                        .map_err(work)?
                 } else {
                     Vec::new()
                 };
@@ -294,7 +346,10 @@ fn run(cli: Cli) -> CmdResult {
             let manifest = Manifest::read(&dir).map_err(work)?;
             verify_run(&dir, &manifest, Verify::Checksums).map_err(work)?;
             agrag_engine::snapshot::Snapshot::open_run(&dir).map_err(work)?;
-            println!("run {run_id}: {} files verified (sizes, BLAKE3 checksums, schemas)", manifest.files.len());
+            println!(
+                "run {run_id}: {} files verified (sizes, BLAKE3 checksums, schemas)",
+                manifest.files.len()
+            );
             Ok(())
         }
     }
@@ -303,7 +358,8 @@ fn run(cli: Cli) -> CmdResult {
 fn main() -> ExitCode {
     tracing_subscriber::fmt()
         .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "error".into()),
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| "error".into()),
         )
         .with_writer(std::io::stderr)
         .init();

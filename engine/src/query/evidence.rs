@@ -61,7 +61,11 @@ pub(crate) fn fetch(view: &View, ids: &[String]) -> Vec<Evidence> {
             let visible = !view.is_hidden(p);
             Evidence {
                 evidence_id: id.clone(),
-                status: if visible { EvidenceStatus::Found } else { EvidenceStatus::NotVisible },
+                status: if visible {
+                    EvidenceStatus::Found
+                } else {
+                    EvidenceStatus::NotVisible
+                },
                 visibility: Some(state),
                 document_key: Some(snap.document_keys[d].clone()),
                 title: visible.then(|| snap.document_titles[d].clone()),

@@ -147,7 +147,11 @@ impl ThemeAnswer {
 
 /// The `k` best rows of `scores` (descending score, then ascending index).
 pub fn top_k(scores: &[f32], k: usize) -> Vec<(u32, f32)> {
-    let mut idx: Vec<(u32, f32)> = scores.iter().enumerate().map(|(i, &s)| (i as u32, s)).collect();
+    let mut idx: Vec<(u32, f32)> = scores
+        .iter()
+        .enumerate()
+        .map(|(i, &s)| (i as u32, s))
+        .collect();
     let cmp = |a: &(u32, f32), b: &(u32, f32)| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0));
     if k < idx.len() {
         idx.select_nth_unstable_by(k, cmp);
@@ -159,7 +163,13 @@ pub fn top_k(scores: &[f32], k: usize) -> Vec<(u32, f32)> {
 
 /// Runs the theme search over `view` with an already-embedded, unit-length `query` vector.
 /// Arguments are assumed valid (checked by the caller).
-pub(crate) fn search(view: &View, query: &[f32], scope: &Scope, limit: usize, support_limit: usize) -> ThemeAnswer {
+pub(crate) fn search(
+    view: &View,
+    query: &[f32],
+    scope: &Scope,
+    limit: usize,
+    support_limit: usize,
+) -> ThemeAnswer {
     let Some(snap) = view.snapshot() else {
         return ThemeAnswer::empty(Status::IndexNotReady, Some(IndexState::NotReady));
     };
@@ -175,7 +185,11 @@ pub(crate) fn search(view: &View, query: &[f32], scope: &Scope, limit: usize, su
                 s
             } else {
                 let rn = dot(row, row).sqrt();
-                if rn > 0.0 && qn > 0.0 { s / (rn * qn) } else { 0.0 }
+                if rn > 0.0 && qn > 0.0 {
+                    s / (rn * qn)
+                } else {
+                    0.0
+                }
             }
         })
         .collect();
@@ -183,7 +197,9 @@ pub(crate) fn search(view: &View, query: &[f32], scope: &Scope, limit: usize, su
     let candidates = top_k(&scores, window);
     let in_scope: Option<std::collections::HashSet<u32>> = match scope {
         Scope::All => None,
-        Scope::Documents(keys) => Some(keys.iter().filter_map(|k| snap.document_index(k)).collect()),
+        Scope::Documents(keys) => {
+            Some(keys.iter().filter_map(|k| snap.document_index(k)).collect())
+        }
     };
     let visible = |p: u32| -> bool {
         !view.is_hidden(p)
@@ -239,7 +255,8 @@ pub(crate) fn search(view: &View, query: &[f32], scope: &Scope, limit: usize, su
                 .into_iter()
                 .map(|(p, n)| ThemePassage {
                     evidence_id: snap.passage_ids[p as usize].clone(),
-                    document_key: snap.document_keys[snap.passage_document[p as usize] as usize].clone(),
+                    document_key: snap.document_keys[snap.passage_document[p as usize] as usize]
+                        .clone(),
                     location: Location {
                         position: snap.passage_position[p as usize],
                     },
@@ -250,7 +267,11 @@ pub(crate) fn search(view: &View, query: &[f32], scope: &Scope, limit: usize, su
     }
     let truncated = themes.len() < limit && candidates.len() == window;
     ThemeAnswer {
-        status: if themes.is_empty() { Status::NoMatch } else { Status::Ok },
+        status: if themes.is_empty() {
+            Status::NoMatch
+        } else {
+            Status::Ok
+        },
         truncated,
         index_state: Some(IndexState::Ready),
         run_id: Some(snap.run_id().to_owned()),

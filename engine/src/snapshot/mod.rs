@@ -162,8 +162,14 @@ impl Snapshot {
             .column_by_name(documents::YEAR)
             .ok_or_else(|| EngineError::corrupt(&path, "missing column \"year\""))?
             .as_primitive::<Int32Type>();
-        let document_keys: Vec<String> = keys.iter().map(|s| s.unwrap_or_default().to_owned()).collect();
-        let document_titles = titles.iter().map(|s| s.unwrap_or_default().to_owned()).collect();
+        let document_keys: Vec<String> = keys
+            .iter()
+            .map(|s| s.unwrap_or_default().to_owned())
+            .collect();
+        let document_titles = titles
+            .iter()
+            .map(|s| s.unwrap_or_default().to_owned())
+            .collect();
         let document_linked = (0..linked.len()).map(|i| linked.value(i)).collect();
         let document_years = (0..years.len())
             .map(|i| years.is_valid(i).then(|| years.value(i)))
@@ -177,17 +183,26 @@ impl Snapshot {
         let docs = column_no_nulls::<arrow_array::StringArray>(&b, passages::DOCUMENT_KEY, &path)?;
         let pos = column_no_nulls::<arrow_array::UInt32Array>(&b, passages::POSITION, &path)?;
         let text = column_no_nulls::<arrow_array::StringArray>(&b, passages::TEXT, &path)?;
-        let passage_ids: Vec<String> = ids.iter().map(|s| s.unwrap_or_default().to_owned()).collect();
+        let passage_ids: Vec<String> = ids
+            .iter()
+            .map(|s| s.unwrap_or_default().to_owned())
+            .collect();
         let passage_index = unique_index(&passage_ids, &path, "passage_id")?;
         let mut passage_document = Vec::with_capacity(b.num_rows());
         for (row, key) in docs.iter().enumerate() {
             let key = key.unwrap_or_default();
             passage_document.push(*document_index.get(key).ok_or_else(|| {
-                EngineError::corrupt(&path, format!("row {row}: document_key {key:?} is not in documents.parquet"))
+                EngineError::corrupt(
+                    &path,
+                    format!("row {row}: document_key {key:?} is not in documents.parquet"),
+                )
             })?);
         }
         let passage_position = pos.values().to_vec();
-        let passage_text = text.iter().map(|s| s.unwrap_or_default().to_owned()).collect();
+        let passage_text = text
+            .iter()
+            .map(|s| s.unwrap_or_default().to_owned())
+            .collect();
         let doc_pairs: Vec<(u32, u32)> = passage_document
             .iter()
             .enumerate()
@@ -199,17 +214,26 @@ impl Snapshot {
         let path = p(entities::FILE);
         let b = read_parquet(&path, &entities::schema(), run_id)?;
         let eid = column_no_nulls::<arrow_array::UInt32Array>(&b, entities::ENTITY_ID, &path)?;
-        if eid.values().iter().enumerate().any(|(i, &e)| e as usize != i) {
-            return Err(EngineError::corrupt(&path, "entity_id must be dense from 0, in order"));
+        if eid
+            .values()
+            .iter()
+            .enumerate()
+            .any(|(i, &e)| e as usize != i)
+        {
+            return Err(EngineError::corrupt(
+                &path,
+                "entity_id must be dense from 0, in order",
+            ));
         }
         let entity_names = column_no_nulls::<arrow_array::StringArray>(&b, entities::NAME, &path)?
             .iter()
             .map(|s| s.unwrap_or_default().to_owned())
             .collect();
-        let entity_concepts = column_no_nulls::<arrow_array::StringArray>(&b, entities::CONCEPT_ID, &path)?
-            .iter()
-            .map(|s| s.unwrap_or_default().to_owned())
-            .collect();
+        let entity_concepts =
+            column_no_nulls::<arrow_array::StringArray>(&b, entities::CONCEPT_ID, &path)?
+                .iter()
+                .map(|s| s.unwrap_or_default().to_owned())
+                .collect();
         let entity_degree = b
             .column_by_name(entities::DEGREE)
             .ok_or_else(|| EngineError::corrupt(&path, "missing column \"degree\""))?
@@ -228,10 +252,16 @@ impl Snapshot {
             let e = me.value(row);
             let pid = mp.value(row);
             let passage = *passage_index.get(pid).ok_or_else(|| {
-                EngineError::corrupt(&path, format!("row {row}: passage_id {pid:?} is not in passages.parquet"))
+                EngineError::corrupt(
+                    &path,
+                    format!("row {row}: passage_id {pid:?} is not in passages.parquet"),
+                )
             })?;
             if e as usize >= num_entities {
-                return Err(EngineError::corrupt(&path, format!("row {row}: entity_id {e} out of range")));
+                return Err(EngineError::corrupt(
+                    &path,
+                    format!("row {row}: entity_id {e} out of range"),
+                ));
             }
             pairs.push((e, passage));
         }
@@ -241,13 +271,23 @@ impl Snapshot {
         // Communities and membership.
         let path = p(communities::FILE);
         let b = read_parquet(&path, &communities::schema(), run_id)?;
-        let cid = column_no_nulls::<arrow_array::UInt32Array>(&b, communities::COMMUNITY_ID, &path)?;
-        if cid.values().iter().enumerate().any(|(i, &c)| c as usize != i) {
-            return Err(EngineError::corrupt(&path, "community_id must be dense from 0, in order"));
-        }
-        let community_level = column_no_nulls::<arrow_array::UInt32Array>(&b, communities::LEVEL, &path)?
+        let cid =
+            column_no_nulls::<arrow_array::UInt32Array>(&b, communities::COMMUNITY_ID, &path)?;
+        if cid
             .values()
-            .to_vec();
+            .iter()
+            .enumerate()
+            .any(|(i, &c)| c as usize != i)
+        {
+            return Err(EngineError::corrupt(
+                &path,
+                "community_id must be dense from 0, in order",
+            ));
+        }
+        let community_level =
+            column_no_nulls::<arrow_array::UInt32Array>(&b, communities::LEVEL, &path)?
+                .values()
+                .to_vec();
         let parent = b
             .column_by_name(communities::PARENT)
             .ok_or_else(|| EngineError::corrupt(&path, "missing column \"parent\""))?
@@ -259,12 +299,16 @@ impl Snapshot {
         let path = p(membership::FILE);
         let b = read_parquet(&path, &membership::schema(), run_id)?;
         let ment = column_no_nulls::<arrow_array::UInt32Array>(&b, membership::ENTITY_ID, &path)?;
-        let mcom = column_no_nulls::<arrow_array::UInt32Array>(&b, membership::COMMUNITY_ID, &path)?;
+        let mcom =
+            column_no_nulls::<arrow_array::UInt32Array>(&b, membership::COMMUNITY_ID, &path)?;
         let mut pairs = Vec::with_capacity(b.num_rows());
         for row in 0..b.num_rows() {
             let (e, c) = (ment.value(row), mcom.value(row));
             if e as usize >= num_entities || c as usize >= num_communities {
-                return Err(EngineError::corrupt(&path, format!("row {row}: entity {e} or community {c} out of range")));
+                return Err(EngineError::corrupt(
+                    &path,
+                    format!("row {row}: entity {e} or community {c} out of range"),
+                ));
             }
             pairs.push((c, e));
         }
@@ -279,7 +323,10 @@ impl Snapshot {
         let schema = report_embeddings::schema(dim);
         let embeddings = match batches.len() {
             0 => RecordBatch::new_empty(schema.clone()),
-            1 => batches.into_iter().next().unwrap_or_else(|| RecordBatch::new_empty(schema.clone())),
+            1 => batches
+                .into_iter()
+                .next()
+                .unwrap_or_else(|| RecordBatch::new_empty(schema.clone())),
             _ => arrow_select::concat::concat_batches(&batches[0].schema(), &batches)
                 .map_err(|e| EngineError::corrupt(&path, e.to_string()))?,
         };
@@ -287,7 +334,10 @@ impl Snapshot {
         if embeddings.num_rows() != num_communities {
             return Err(EngineError::corrupt(
                 &path,
-                format!("{} embeddings for {num_communities} communities", embeddings.num_rows()),
+                format!(
+                    "{} embeddings for {num_communities} communities",
+                    embeddings.num_rows()
+                ),
             ));
         }
 
@@ -360,7 +410,10 @@ fn unique_index(keys: &[String], path: &Path, column: &str) -> Result<HashMap<St
     let mut map = HashMap::with_capacity(keys.len());
     for (i, k) in keys.iter().enumerate() {
         if map.insert(k.clone(), i as u32).is_some() {
-            return Err(EngineError::corrupt(path, format!("duplicate {column} {k:?} at row {i}")));
+            return Err(EngineError::corrupt(
+                path,
+                format!("duplicate {column} {k:?} at row {i}"),
+            ));
         }
     }
     Ok(map)
@@ -379,8 +432,14 @@ fn read_vocabulary(
         .column_by_name(concepts::SYNONYMS)
         .ok_or_else(|| EngineError::corrupt(&path, "missing column \"synonyms\""))?
         .as_list::<i32>();
-    let concept_ids: Vec<String> = ids.iter().map(|s| s.unwrap_or_default().to_owned()).collect();
-    let preferred_terms = terms.iter().map(|s| s.unwrap_or_default().to_owned()).collect();
+    let concept_ids: Vec<String> = ids
+        .iter()
+        .map(|s| s.unwrap_or_default().to_owned())
+        .collect();
+    let preferred_terms = terms
+        .iter()
+        .map(|s| s.unwrap_or_default().to_owned())
+        .collect();
     let synonyms = (0..syn.len())
         .map(|i| {
             let v = syn.value(i);
@@ -393,7 +452,10 @@ fn read_vocabulary(
     let concept_index = unique_index(&concept_ids, &path, "concept_id")?;
     let lookup = |id: &str, path: &Path, row: usize| {
         concept_index.get(id).copied().ok_or_else(|| {
-            EngineError::corrupt(path, format!("row {row}: concept {id:?} is not in concepts.parquet"))
+            EngineError::corrupt(
+                path,
+                format!("row {row}: concept {id:?} is not in concepts.parquet"),
+            )
         })
     };
     let path = dir.join(concept_edges::FILE);
@@ -411,15 +473,26 @@ fn read_vocabulary(
     }
     let path = dir.join(document_concepts::FILE);
     let b = read_parquet(&path, &document_concepts::schema(), run_id)?;
-    let dk = column_no_nulls::<arrow_array::StringArray>(&b, document_concepts::DOCUMENT_KEY, &path)?;
+    let dk =
+        column_no_nulls::<arrow_array::StringArray>(&b, document_concepts::DOCUMENT_KEY, &path)?;
     let nf = column_no_nulls::<arrow_array::StringArray>(&b, document_concepts::NODE_FIELD, &path)?;
     let dc = column_no_nulls::<arrow_array::StringArray>(&b, document_concepts::CONCEPT_ID, &path)?;
     let mut document_concepts = Vec::with_capacity(b.num_rows());
     for row in 0..b.num_rows() {
         let d = *document_index.get(dk.value(row)).ok_or_else(|| {
-            EngineError::corrupt(&path, format!("row {row}: document_key {:?} is not in documents.parquet", dk.value(row)))
+            EngineError::corrupt(
+                &path,
+                format!(
+                    "row {row}: document_key {:?} is not in documents.parquet",
+                    dk.value(row)
+                ),
+            )
         })?;
-        document_concepts.push((nf.value(row).to_owned(), d, lookup(dc.value(row), &path, row)?));
+        document_concepts.push((
+            nf.value(row).to_owned(),
+            d,
+            lookup(dc.value(row), &path, row)?,
+        ));
     }
     Ok(VocabularyTables {
         concept_ids,

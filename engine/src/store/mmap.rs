@@ -42,7 +42,10 @@ pub fn map_file(path: &Path) -> Result<Buffer> {
 pub fn decode_ipc_file(path: &Path, buffer: &Buffer) -> Result<Vec<RecordBatch>> {
     let corrupt = |reason: String| EngineError::corrupt(path, reason);
     if buffer.len() < 10 + 8 {
-        return Err(corrupt(format!("{} bytes is too short for an Arrow IPC file", buffer.len())));
+        return Err(corrupt(format!(
+            "{} bytes is too short for an Arrow IPC file",
+            buffer.len()
+        )));
     }
     let trailer_start = buffer.len() - 10;
     let trailer: [u8; 10] = buffer[trailer_start..]
@@ -61,7 +64,8 @@ pub fn decode_ipc_file(path: &Path, buffer: &Buffer) -> Result<Vec<RecordBatch>>
     let mut decoder = FileDecoder::new(Arc::new(schema), footer.version());
     for block in footer.dictionaries().iter().flatten() {
         let len = block.bodyLength() as usize + block.metaDataLength() as usize;
-        let start = usize::try_from(block.offset()).map_err(|_| corrupt("negative block offset".into()))?;
+        let start =
+            usize::try_from(block.offset()).map_err(|_| corrupt("negative block offset".into()))?;
         if start.checked_add(len).is_none_or(|end| end > buffer.len()) {
             return Err(corrupt("dictionary block exceeds the file".into()));
         }
@@ -72,7 +76,8 @@ pub fn decode_ipc_file(path: &Path, buffer: &Buffer) -> Result<Vec<RecordBatch>>
     let mut batches = Vec::new();
     for block in footer.recordBatches().iter().flatten() {
         let len = block.bodyLength() as usize + block.metaDataLength() as usize;
-        let start = usize::try_from(block.offset()).map_err(|_| corrupt("negative block offset".into()))?;
+        let start =
+            usize::try_from(block.offset()).map_err(|_| corrupt("negative block offset".into()))?;
         if start.checked_add(len).is_none_or(|end| end > buffer.len()) {
             return Err(corrupt("record batch block exceeds the file".into()));
         }

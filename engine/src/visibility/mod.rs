@@ -121,8 +121,10 @@ impl VisibilityStore {
         }
         let conn = Connection::open(path).map_err(err)?;
         conn.busy_timeout(Duration::from_secs(10)).map_err(err)?;
-        conn.pragma_update(None, "journal_mode", "WAL").map_err(err)?;
-        conn.pragma_update(None, "synchronous", "NORMAL").map_err(err)?;
+        conn.pragma_update(None, "journal_mode", "WAL")
+            .map_err(err)?;
+        conn.pragma_update(None, "synchronous", "NORMAL")
+            .map_err(err)?;
         conn.execute_batch(
             "CREATE TABLE IF NOT EXISTS flags (
                  target TEXT NOT NULL CHECK (target IN ('passage', 'document')),
@@ -155,7 +157,9 @@ impl VisibilityStore {
     /// [`EngineError::Visibility`] when the read fails.
     pub fn version(&self) -> Result<i64> {
         self.conn
-            .query_row("SELECT value FROM meta WHERE name = 'version'", [], |r| r.get(0))
+            .query_row("SELECT value FROM meta WHERE name = 'version'", [], |r| {
+                r.get(0)
+            })
             .map_err(|e| self.err(e))
     }
 
@@ -165,7 +169,13 @@ impl VisibilityStore {
     /// # Errors
     /// [`EngineError::InvalidArgument`] for an empty key; [`EngineError::Visibility`] when the
     /// write fails.
-    pub fn set(&mut self, target: Target, key: &str, state: Visibility, reason: Option<&str>) -> Result<()> {
+    pub fn set(
+        &mut self,
+        target: Target,
+        key: &str,
+        state: Visibility,
+        reason: Option<&str>,
+    ) -> Result<()> {
         if key.is_empty() {
             return Err(EngineError::InvalidArgument {
                 field: "key",
@@ -174,16 +184,24 @@ impl VisibilityStore {
             });
         }
         let now = crate::format::writer::now_rfc3339();
-        let tx = self.conn.transaction().map_err(|e| EngineError::Visibility {
-            path: self.path.clone(),
-            reason: e.to_string(),
-        })?;
+        let tx = self
+            .conn
+            .transaction()
+            .map_err(|e| EngineError::Visibility {
+                path: self.path.clone(),
+                reason: e.to_string(),
+            })?;
         tx.execute(
             "INSERT INTO flags (target, key, state, changed_at, reason) VALUES (?1, ?2, ?3, ?4, ?5)
              ON CONFLICT (target, key) DO UPDATE SET state = ?3, changed_at = ?4, reason = ?5",
             params![target.as_str(), key, state.as_str(), now, reason],
         )
-        .and_then(|_| tx.execute("UPDATE meta SET value = value + 1 WHERE name = 'version'", []))
+        .and_then(|_| {
+            tx.execute(
+                "UPDATE meta SET value = value + 1 WHERE name = 'version'",
+                [],
+            )
+        })
         .and_then(|_| tx.commit())
         .map_err(|e| EngineError::Visibility {
             path: self.path.clone(),
@@ -201,7 +219,13 @@ impl VisibilityStore {
             .query_row(
                 "SELECT state, changed_at, reason FROM flags WHERE target = ?1 AND key = ?2",
                 params![target.as_str(), key],
-                |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?, r.get::<_, Option<String>>(2)?)),
+                |r| {
+                    Ok((
+                        r.get::<_, String>(0)?,
+                        r.get::<_, String>(1)?,
+                        r.get::<_, Option<String>>(2)?,
+                    ))
+                },
             )
             .optional()
             .map_err(|e| self.err(e))?
@@ -244,7 +268,11 @@ impl VisibilityStore {
         for row in rows {
             let (target, key, state, changed_at, reason) = row.map_err(|e| self.err(e))?;
             out.push(Flag {
-                target: if target == "document" { Target::Document } else { Target::Passage },
+                target: if target == "document" {
+                    Target::Document
+                } else {
+                    Target::Passage
+                },
                 key,
                 state: state.parse()?,
                 changed_at,
@@ -266,14 +294,20 @@ mod tests {
         let mut a = VisibilityStore::open(&path).unwrap();
         let b = VisibilityStore::open(&path).unwrap();
         assert_eq!(b.version().unwrap(), 0);
-        a.set(Target::Passage, "d#0", Visibility::Hidden, Some("test")).unwrap();
-        a.set(Target::Document, "d2", Visibility::Deleted, None).unwrap();
+        a.set(Target::Passage, "d#0", Visibility::Hidden, Some("test"))
+            .unwrap();
+        a.set(Target::Document, "d2", Visibility::Deleted, None)
+            .unwrap();
         // The other connection sees the change.
         assert_eq!(b.version().unwrap(), 2);
         let f = b.get(Target::Passage, "d#0").unwrap().unwrap();
-        assert_eq!((f.state, f.reason.as_deref()), (Visibility::Hidden, Some("test")));
+        assert_eq!(
+            (f.state, f.reason.as_deref()),
+            (Visibility::Hidden, Some("test"))
+        );
         assert_eq!(b.list().unwrap().len(), 2);
-        a.set(Target::Passage, "d#0", Visibility::Visible, None).unwrap();
+        a.set(Target::Passage, "d#0", Visibility::Visible, None)
+            .unwrap();
         assert_eq!(b.list().unwrap().len(), 1);
         assert!(b.get(Target::Passage, "nope").unwrap().is_none());
         assert!("gone".parse::<Visibility>().is_err());

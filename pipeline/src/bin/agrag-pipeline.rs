@@ -16,7 +16,11 @@ use anyhow::Context;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 #[derive(Parser)]
-#[command(name = "agrag-pipeline", version, about = "Documents + vocabulary → themes, published as a Parquet snapshot")]
+#[command(
+    name = "agrag-pipeline",
+    version,
+    about = "Documents + vocabulary → themes, published as a Parquet snapshot"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -65,7 +69,7 @@ struct RunArgs {
     #[arg(long, value_enum, default_value = "leiden")]
     algorithm: AlgorithmArg,
     /// Resolution γ (> 0)
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     resolution: Option<f64>,
     /// Communities larger than this are split into a deeper level
     #[arg(long)]
@@ -81,7 +85,10 @@ fn shipped(rel: &str) -> PathBuf {
     if local.exists() {
         return local;
     }
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..").join("data").join(rel)
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .join("data")
+        .join(rel)
 }
 
 fn default_root() -> PathBuf {
@@ -103,15 +110,31 @@ fn is_bad_input(e: &PipelineError) -> bool {
 
 fn print_summary(s: &RunSummary) {
     println!("published run {} at {}", s.run_id, s.run_dir.display());
-    println!("  documents            {:>8}  ({} linked to a concept)", s.documents, s.linked_documents);
-    println!("  passages             {:>8}  ({} left out: deleted or superseded)", s.passages, s.excluded_passages);
-    println!("  mentions             {:>8}  ({:.2} distinct concepts per passage)", s.mentions, s.mean_mentions_per_passage);
-    println!("  entities             {:>8}  ({} isolated)", s.entities, s.isolates);
+    println!(
+        "  documents            {:>8}  ({} linked to a concept)",
+        s.documents, s.linked_documents
+    );
+    println!(
+        "  passages             {:>8}  ({} left out: deleted or superseded)",
+        s.passages, s.excluded_passages
+    );
+    println!(
+        "  mentions             {:>8}  ({:.2} distinct concepts per passage)",
+        s.mentions, s.mean_mentions_per_passage
+    );
+    println!(
+        "  entities             {:>8}  ({} isolated)",
+        s.entities, s.isolates
+    );
     println!("  edges                {:>8}", s.edges);
     println!("  communities/level    {:?}", s.communities_per_level);
     println!("  modularity (level 0) {:>8.4}", s.modularity);
     println!("  embedder             {}", s.embedder);
-    let secs: Vec<String> = s.seconds.iter().map(|(k, v)| format!("{k} {v:.2}")).collect();
+    let secs: Vec<String> = s
+        .seconds
+        .iter()
+        .map(|(k, v)| format!("{k} {v:.2}"))
+        .collect();
     println!("  seconds              {}", secs.join(", "));
 }
 
@@ -136,7 +159,9 @@ fn run_cmd(a: RunArgs) -> Result<(), (u8, anyhow::Error)> {
     };
     let cfg = RunConfig {
         root: a.root.unwrap_or_else(default_root),
-        documents: a.documents.unwrap_or_else(|| shipped("pubmedqa/documents.jsonl")),
+        documents: a
+            .documents
+            .unwrap_or_else(|| shipped("pubmedqa/documents.jsonl")),
         vocabulary: a.vocabulary.unwrap_or_else(|| shipped("mesh")),
         threads: a.threads,
         link: LinkConfig::default(),
@@ -147,10 +172,15 @@ fn run_cmd(a: RunArgs) -> Result<(), (u8, anyhow::Error)> {
     };
     let summary = run(&cfg).map_err(|e| {
         let code = if is_bad_input(&e) { 2 } else { 1 };
-        (code, anyhow::Error::new(e).context("the run failed; nothing was published"))
+        (
+            code,
+            anyhow::Error::new(e).context("the run failed; nothing was published"),
+        )
     })?;
     if a.json {
-        let json = serde_json::to_string_pretty(&summary).context("summary to JSON").map_err(|e| (1, e))?;
+        let json = serde_json::to_string_pretty(&summary)
+            .context("summary to JSON")
+            .map_err(|e| (1, e))?;
         println!("{json}");
     } else {
         print_summary(&summary);

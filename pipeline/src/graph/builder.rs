@@ -82,7 +82,7 @@ pub fn plain_edges(pairs: &[(u32, u32)]) -> Vec<(u32, u32, f64)> {
         .into_iter()
         .map(|((a, b), w)| (a, b, f64::from(w)))
         .collect();
-    edges.sort_by(|x, y| (x.0, x.1).cmp(&(y.0, y.1)));
+    edges.sort_by_key(|e| (e.0, e.1));
     edges
 }
 
@@ -90,7 +90,8 @@ pub fn plain_edges(pairs: &[(u32, u32)]) -> Vec<(u32, u32, f64)> {
 #[cfg(feature = "polars")]
 pub fn polars_edges(pairs: &[(u32, u32)]) -> Result<Vec<(u32, u32, f64)>> {
     use polars::prelude::*;
-    let internal = |e: PolarsError| crate::PipelineError::Internal(format!("polars co-occurrence query: {e}"));
+    let internal =
+        |e: PolarsError| crate::PipelineError::Internal(format!("polars co-occurrence query: {e}"));
     let passage: Vec<u32> = pairs.iter().map(|p| p.0).collect();
     let entity: Vec<u32> = pairs.iter().map(|p| p.1).collect();
     let df = DataFrame::new_infer_height(vec![
@@ -116,8 +117,18 @@ pub fn polars_edges(pairs: &[(u32, u32)]) -> Result<Vec<(u32, u32, f64)>> {
         .sort(["entity", "other"], SortMultipleOptions::default())
         .collect()
         .map_err(internal)?;
-    let a = out.column("entity").map_err(internal)?.u32().map_err(internal)?.clone();
-    let b = out.column("other").map_err(internal)?.u32().map_err(internal)?.clone();
+    let a = out
+        .column("entity")
+        .map_err(internal)?
+        .u32()
+        .map_err(internal)?
+        .clone();
+    let b = out
+        .column("other")
+        .map_err(internal)?
+        .u32()
+        .map_err(internal)?
+        .clone();
     let w = out
         .column("weight")
         .map_err(internal)?
@@ -142,7 +153,16 @@ mod tests {
     #[test]
     fn counts_passages_mentioning_both() {
         // Concepts 10, 20, 30 → entities 0, 1, 2.
-        let g = cooccurrence(&[m(0, 10), m(0, 20), m(1, 20), m(1, 10), m(1, 30), m(2, 30), m(0, 10)]).unwrap();
+        let g = cooccurrence(&[
+            m(0, 10),
+            m(0, 20),
+            m(1, 20),
+            m(1, 10),
+            m(1, 30),
+            m(2, 30),
+            m(0, 10),
+        ])
+        .unwrap();
         assert_eq!(g.entity_concepts, vec![10, 20, 30]);
         assert_eq!(g.edges, vec![(0, 1, 2.0), (0, 2, 1.0), (1, 2, 1.0)]);
     }

@@ -138,8 +138,14 @@ pub fn read_jsonl(path: &Path) -> Result<Corpus> {
             serde_json::from_str(line).map_err(|e| parse(format!("malformed JSON: {e}")))?;
         let key = match raw.document_key {
             Some(serde_json::Value::String(s)) if !s.trim().is_empty() => s,
-            Some(serde_json::Value::String(_)) => return Err(parse("document_key is empty".into())),
-            Some(other) => return Err(parse(format!("document_key must be a string, found {other}"))),
+            Some(serde_json::Value::String(_)) => {
+                return Err(parse("document_key is empty".into()));
+            }
+            Some(other) => {
+                return Err(parse(format!(
+                    "document_key must be a string, found {other}"
+                )));
+            }
             None => return Err(parse("missing field document_key".into())),
         };
         if key.contains('#') {
@@ -149,9 +155,9 @@ pub fn read_jsonl(path: &Path) -> Result<Corpus> {
         }
         let year = match raw.year {
             None => None,
-            Some(y) => Some(
-                i32::try_from(y).map_err(|_| parse(format!("year {y} is out of range")))?,
-            ),
+            Some(y) => {
+                Some(i32::try_from(y).map_err(|_| parse(format!("year {y} is out of range")))?)
+            }
         };
         let passages = match (raw.passages, raw.text) {
             (Some(p), _) => p,
@@ -229,7 +235,9 @@ fn sentences(text: &str) -> Vec<&str> {
     let mut start = 0;
     let bytes = text.as_bytes();
     for i in 0..bytes.len() {
-        if matches!(bytes[i], b'.' | b'?' | b'!') && bytes.get(i + 1).is_some_and(|b| b.is_ascii_whitespace()) {
+        if matches!(bytes[i], b'.' | b'?' | b'!')
+            && bytes.get(i + 1).is_some_and(|b| b.is_ascii_whitespace())
+        {
             let s = text[start..=i].trim();
             if !s.is_empty() {
                 out.push(s);
@@ -281,19 +289,39 @@ mod tests {
 
     #[test]
     fn duplicate_key_names_both_lines() {
-        let f = write("{\"document_key\":\"a\",\"passages\":[\"x\"]}\n{\"document_key\":\"a\",\"passages\":[\"y\"]}\n");
+        let f = write(
+            "{\"document_key\":\"a\",\"passages\":[\"x\"]}\n{\"document_key\":\"a\",\"passages\":[\"y\"]}\n",
+        );
         let e = read_jsonl(f.path()).unwrap_err().to_string();
-        assert!(e.contains(":2: duplicate document_key \"a\" (first seen on line 1)"), "{e}");
+        assert!(
+            e.contains(":2: duplicate document_key \"a\" (first seen on line 1)"),
+            "{e}"
+        );
     }
 
     #[test]
     fn missing_key_and_empty_corpus() {
         let f = write("{\"passages\":[\"x\"]}\n");
-        assert!(read_jsonl(f.path()).unwrap_err().to_string().contains(":1: missing field document_key"));
+        assert!(
+            read_jsonl(f.path())
+                .unwrap_err()
+                .to_string()
+                .contains(":1: missing field document_key")
+        );
         let f = write("\n\n");
-        assert!(read_jsonl(f.path()).unwrap_err().to_string().contains("no document"));
+        assert!(
+            read_jsonl(f.path())
+                .unwrap_err()
+                .to_string()
+                .contains("no document")
+        );
         let f = write("{\"document_key\":\"a\",\"passages\":[]}\n");
-        assert!(read_jsonl(f.path()).unwrap_err().to_string().contains("no passage"));
+        assert!(
+            read_jsonl(f.path())
+                .unwrap_err()
+                .to_string()
+                .contains("no passage")
+        );
     }
 
     #[test]

@@ -196,13 +196,25 @@ impl LeidenConfig {
             })
         };
         if !(self.resolution.is_finite() && self.resolution > 0.0) {
-            return bad("resolution", self.resolution.to_string(), "a finite number > 0");
+            return bad(
+                "resolution",
+                self.resolution.to_string(),
+                "a finite number > 0",
+            );
         }
         if !(self.randomness.is_finite() && self.randomness > 0.0) {
-            return bad("randomness", self.randomness.to_string(), "a finite number > 0");
+            return bad(
+                "randomness",
+                self.randomness.to_string(),
+                "a finite number > 0",
+            );
         }
         if !(self.tolerance.is_finite() && self.tolerance >= 0.0) {
-            return bad("tolerance", self.tolerance.to_string(), "a finite number >= 0");
+            return bad(
+                "tolerance",
+                self.tolerance.to_string(),
+                "a finite number >= 0",
+            );
         }
         if self.max_iterations == 0 {
             return bad("max_iterations", "0".into(), "an integer >= 1");
@@ -279,7 +291,11 @@ pub(crate) fn run(graph: &Graph, config: &LeidenConfig) -> Partition {
     let (node_weights, lambda): (Vec<f64>, f64) = match config.objective {
         Objective::Modularity => (
             graph.weighted_degrees().to_vec(),
-            if m > 0.0 { config.resolution / (2.0 * m) } else { 0.0 },
+            if m > 0.0 {
+                config.resolution / (2.0 * m)
+            } else {
+                0.0
+            },
         ),
         Objective::Cpm => (vec![1.0; n], config.resolution),
     };
@@ -293,7 +309,14 @@ pub(crate) fn run(graph: &Graph, config: &LeidenConfig) -> Partition {
     if graph.num_edges() > 0 && n > 0 {
         let mut raw = quality::raw_quality(graph, &membership, &node_weights, lambda);
         for it in 0..config.max_iterations {
-            let mut next = iterate(graph, &node_weights, lambda, membership.clone(), config, it as u64);
+            let mut next = iterate(
+                graph,
+                &node_weights,
+                lambda,
+                membership.clone(),
+                config,
+                it as u64,
+            );
             renumber(&mut next);
             iterations += 1;
             let next_raw = quality::raw_quality(graph, &next, &node_weights, lambda);
@@ -345,7 +368,14 @@ fn iterate(
         }
         let (labels, n_next) = match config.algorithm {
             Algorithm::Leiden => {
-                let mut r = refine::refine(level, &p, k, config.randomness, config.seed, &[iteration, depth]);
+                let mut r = refine::refine(
+                    level,
+                    &p,
+                    k,
+                    config.randomness,
+                    config.seed,
+                    &[iteration, depth],
+                );
                 let r_count = renumber(&mut r);
                 if r_count == g.num_nodes() {
                     // Nothing merged: aggregate the communities themselves.
@@ -446,15 +476,69 @@ mod tests {
     #[test]
     fn config_validation_names_the_field() {
         let cases: Vec<(LeidenConfig, &str)> = vec![
-            (LeidenConfig { resolution: 0.0, ..Default::default() }, "resolution"),
-            (LeidenConfig { resolution: f64::NAN, ..Default::default() }, "resolution"),
-            (LeidenConfig { resolution: -1.0, ..Default::default() }, "resolution"),
-            (LeidenConfig { randomness: 0.0, ..Default::default() }, "randomness"),
-            (LeidenConfig { randomness: f64::INFINITY, ..Default::default() }, "randomness"),
-            (LeidenConfig { tolerance: -1.0, ..Default::default() }, "tolerance"),
-            (LeidenConfig { max_iterations: 0, ..Default::default() }, "max_iterations"),
-            (LeidenConfig { max_cluster_size: 0, ..Default::default() }, "max_cluster_size"),
-            (LeidenConfig { max_levels: 0, ..Default::default() }, "max_levels"),
+            (
+                LeidenConfig {
+                    resolution: 0.0,
+                    ..Default::default()
+                },
+                "resolution",
+            ),
+            (
+                LeidenConfig {
+                    resolution: f64::NAN,
+                    ..Default::default()
+                },
+                "resolution",
+            ),
+            (
+                LeidenConfig {
+                    resolution: -1.0,
+                    ..Default::default()
+                },
+                "resolution",
+            ),
+            (
+                LeidenConfig {
+                    randomness: 0.0,
+                    ..Default::default()
+                },
+                "randomness",
+            ),
+            (
+                LeidenConfig {
+                    randomness: f64::INFINITY,
+                    ..Default::default()
+                },
+                "randomness",
+            ),
+            (
+                LeidenConfig {
+                    tolerance: -1.0,
+                    ..Default::default()
+                },
+                "tolerance",
+            ),
+            (
+                LeidenConfig {
+                    max_iterations: 0,
+                    ..Default::default()
+                },
+                "max_iterations",
+            ),
+            (
+                LeidenConfig {
+                    max_cluster_size: 0,
+                    ..Default::default()
+                },
+                "max_cluster_size",
+            ),
+            (
+                LeidenConfig {
+                    max_levels: 0,
+                    ..Default::default()
+                },
+                "max_levels",
+            ),
         ];
         for (config, field) in cases {
             match config.validate() {
@@ -464,13 +548,25 @@ mod tests {
         }
         assert!(LeidenConfig::default().validate().is_ok());
         let g = Graph::from_edges(2, &[(0, 1, 1.0)]).unwrap();
-        assert!(leiden(&g, &LeidenConfig { resolution: 0.0, ..Default::default() }).is_err());
+        assert!(
+            leiden(
+                &g,
+                &LeidenConfig {
+                    resolution: 0.0,
+                    ..Default::default()
+                }
+            )
+            .is_err()
+        );
     }
 
     #[test]
     fn parse_objective_and_algorithm() {
         assert_eq!("CPM".parse::<Objective>().unwrap(), Objective::Cpm);
-        assert_eq!("modularity".parse::<Objective>().unwrap(), Objective::Modularity);
+        assert_eq!(
+            "modularity".parse::<Objective>().unwrap(),
+            Objective::Modularity
+        );
         assert_eq!("louvain".parse::<Algorithm>().unwrap(), Algorithm::Louvain);
         assert!("x".parse::<Objective>().is_err());
         assert!("x".parse::<Algorithm>().is_err());

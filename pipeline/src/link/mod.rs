@@ -31,21 +31,99 @@ use crate::error::{PipelineError, Result};
 /// headings that name the setting of nearly every abstract rather than its subject.
 pub const DEFAULT_STOPLIST: &[&str] = &[
     // Check tags and demographic groups.
-    "Humans", "Animals", "Male", "Female", "Adult", "Aged", "Aged, 80 and over", "Middle Aged",
-    "Young Adult", "Adolescent", "Child", "Child, Preschool", "Infant", "Infant, Newborn",
+    "Humans",
+    "Animals",
+    "Male",
+    "Female",
+    "Adult",
+    "Aged",
+    "Aged, 80 and over",
+    "Middle Aged",
+    "Young Adult",
+    "Adolescent",
+    "Child",
+    "Child, Preschool",
+    "Infant",
+    "Infant, Newborn",
     "Pregnancy",
     // Generic headings that match everyday words of scientific prose.
-    "Patients", "Time", "Time Factors", "Risk", "Risk Factors", "Therapeutics", "General Surgery",
-    "Research", "Methods", "Disease", "Syndrome", "Treatment Outcome", "Data", "Role",
-    "Population", "Report", "Publications", "Information", "Back", "Lead", "Rest", "Play",
-    "Light", "Set", "Length", "Weights and Measures", "Hand", "Face", "Pressure", "Temperature",
-    "Walking", "Work", "Language", "Nature", "Hope", "Safety", "Reading", "Sample Size",
-    "Probability", "Odds Ratio", "Confidence Intervals", "Statistics as Topic", "Hospitals",
-    "Research Design", "Surveys and Questionnaires", "Retrospective Studies", "Prospective Studies",
-    "Follow-Up Studies", "Cohort Studies", "Cross-Sectional Studies", "Prevalence", "Incidence",
-    "Diagnosis", "Therapy", "Treatment", "Surgery", "Study", "Studies", "Patient", "Group",
-    "Groups", "Control Groups", "Outcome", "Purpose", "Objective", "Background", "Results",
-    "Conclusion", "Age", "Mass", "Cells", "Cell", "Mouth", "Arm", "Persons", "White", "Black",
+    "Patients",
+    "Time",
+    "Time Factors",
+    "Risk",
+    "Risk Factors",
+    "Therapeutics",
+    "General Surgery",
+    "Research",
+    "Methods",
+    "Disease",
+    "Syndrome",
+    "Treatment Outcome",
+    "Data",
+    "Role",
+    "Population",
+    "Report",
+    "Publications",
+    "Information",
+    "Back",
+    "Lead",
+    "Rest",
+    "Play",
+    "Light",
+    "Set",
+    "Length",
+    "Weights and Measures",
+    "Hand",
+    "Face",
+    "Pressure",
+    "Temperature",
+    "Walking",
+    "Work",
+    "Language",
+    "Nature",
+    "Hope",
+    "Safety",
+    "Reading",
+    "Sample Size",
+    "Probability",
+    "Odds Ratio",
+    "Confidence Intervals",
+    "Statistics as Topic",
+    "Hospitals",
+    "Research Design",
+    "Surveys and Questionnaires",
+    "Retrospective Studies",
+    "Prospective Studies",
+    "Follow-Up Studies",
+    "Cohort Studies",
+    "Cross-Sectional Studies",
+    "Prevalence",
+    "Incidence",
+    "Diagnosis",
+    "Therapy",
+    "Treatment",
+    "Surgery",
+    "Study",
+    "Studies",
+    "Patient",
+    "Group",
+    "Groups",
+    "Control Groups",
+    "Outcome",
+    "Purpose",
+    "Objective",
+    "Background",
+    "Results",
+    "Conclusion",
+    "Age",
+    "Mass",
+    "Cells",
+    "Cell",
+    "Mouth",
+    "Arm",
+    "Persons",
+    "White",
+    "Black",
     "Guanosine Diphosphate",
 ];
 
@@ -169,11 +247,14 @@ impl Linker {
                     if n < 2 || (!exact && n < cfg.min_term_chars) {
                         continue;
                     }
-                    by_key.entry(t.to_ascii_lowercase()).or_default().push(Target {
-                        concept: ci,
-                        exact: exact.then(|| t.clone()),
-                        preferred,
-                    });
+                    by_key
+                        .entry(t.to_ascii_lowercase())
+                        .or_default()
+                        .push(Target {
+                            concept: ci,
+                            exact: exact.then(|| t.clone()),
+                            preferred,
+                        });
                 }
             }
         }
@@ -193,7 +274,9 @@ impl Linker {
             .ascii_case_insensitive(true)
             .match_kind(MatchKind::Standard)
             .build(&keys)
-            .map_err(|e| PipelineError::Internal(format!("cannot build the term automaton: {e}")))?;
+            .map_err(|e| {
+                PipelineError::Internal(format!("cannot build the term automaton: {e}"))
+            })?;
         Ok(Self { automaton, targets })
     }
 
@@ -207,7 +290,10 @@ impl Linker {
         let bytes = text.as_bytes();
         let is_word = |i: usize| -> bool {
             // Look at the whole character around byte i.
-            text[..i].chars().next_back().is_some_and(char::is_alphanumeric)
+            text[..i]
+                .chars()
+                .next_back()
+                .is_some_and(char::is_alphanumeric)
         };
         let mut spans: Vec<(usize, usize, usize)> = Vec::new(); // (start, end, pattern)
         for m in self.automaton.find_overlapping_iter(text) {
@@ -276,7 +362,11 @@ mod tests {
                 c("D2", "Infarction", &[]),
                 c("D3", "World Health Organization", &["WHO"]),
                 c("D4", "Humans", &["Human"]),
-                c("D5", "Hydroxymethylglutaryl-CoA Reductase Inhibitors", &["Statins"]),
+                c(
+                    "D5",
+                    "Hydroxymethylglutaryl-CoA Reductase Inhibitors",
+                    &["Statins"],
+                ),
                 c("D6", "Mortality", &[]),
             ],
             &[],
@@ -297,7 +387,11 @@ mod tests {
         let v = vocab();
         let l = Linker::new(&v, &LinkConfig::default()).unwrap();
         assert_eq!(
-            ids(&l, &v, "Does a statin reduce mortality after myocardial infarction? Infarction."),
+            ids(
+                &l,
+                &v,
+                "Does a statin reduce mortality after myocardial infarction? Infarction."
+            ),
             vec!["D1x1", "D2x1", "D5x1", "D6x1"]
         );
         assert_eq!(ids(&l, &v, "heart attacks"), vec!["D1x1"]);

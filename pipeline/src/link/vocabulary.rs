@@ -62,7 +62,8 @@ impl Vocabulary {
     ) -> Result<Self> {
         let mut index = HashMap::with_capacity(concepts.len());
         for (i, c) in concepts.iter().enumerate() {
-            let i = u32::try_from(i).map_err(|_| PipelineError::Internal("too many concepts".into()))?;
+            let i = u32::try_from(i)
+                .map_err(|_| PipelineError::Internal("too many concepts".into()))?;
             if let Some(first) = index.insert(c.id.clone(), i) {
                 return Err(PipelineError::DuplicateKey {
                     path: source.join(CONCEPTS_FILE),
@@ -187,7 +188,11 @@ impl Vocabulary {
 pub fn load_vocabulary(dir: &Path) -> Result<Vocabulary> {
     let mut hasher = blake3::Hasher::new();
     let concepts_path = dir.join(CONCEPTS_FILE);
-    let rows = read_tsv(&concepts_path, &["concept_id", "preferred_term", "synonyms"], &mut hasher)?;
+    let rows = read_tsv(
+        &concepts_path,
+        &["concept_id", "preferred_term", "synonyms"],
+        &mut hasher,
+    )?;
     let mut concepts = Vec::with_capacity(rows.len());
     for (line, row) in rows {
         let [id, term, syn] = <[String; 3]>::try_from(row)
@@ -218,21 +223,26 @@ pub fn load_vocabulary(dir: &Path) -> Result<Vocabulary> {
         });
     }
     let broader_path = dir.join(BROADER_FILE);
-    let edges: Vec<(String, String)> = read_tsv(&broader_path, &["child_id", "parent_id"], &mut hasher)?
-        .into_iter()
-        .map(|(_, mut r)| {
-            let p = r.pop().unwrap_or_default();
-            let c = r.pop().unwrap_or_default();
-            (c, p)
-        })
-        .collect();
+    let edges: Vec<(String, String)> =
+        read_tsv(&broader_path, &["child_id", "parent_id"], &mut hasher)?
+            .into_iter()
+            .map(|(_, mut r)| {
+                let p = r.pop().unwrap_or_default();
+                let c = r.pop().unwrap_or_default();
+                (c, p)
+            })
+            .collect();
     let mut vocab = Vocabulary::from_parts(concepts, &edges, dir.to_owned())?;
     vocab.fingerprint = hasher.finalize().to_hex().to_string();
     Ok(vocab)
 }
 
 /// Reads a TSV with a header, returning `(line, [columns in the order asked])` per data row.
-fn read_tsv(path: &Path, columns: &[&str], hasher: &mut blake3::Hasher) -> Result<Vec<(u64, Vec<String>)>> {
+fn read_tsv(
+    path: &Path,
+    columns: &[&str],
+    hasher: &mut blake3::Hasher,
+) -> Result<Vec<(u64, Vec<String>)>> {
     let file = std::fs::File::open(path).map_err(|e| PipelineError::Io {
         path: path.to_owned(),
         source: e,
@@ -252,10 +262,9 @@ fn read_tsv(path: &Path, columns: &[&str], hasher: &mut blake3::Hasher) -> Resul
     let mut idx = Vec::with_capacity(columns.len());
     for col in columns {
         idx.push(
-            names
-                .iter()
-                .position(|n| n == col)
-                .ok_or_else(|| parse(1, format!("missing column {col:?} (header has {names:?})")))?,
+            names.iter().position(|n| n == col).ok_or_else(|| {
+                parse(1, format!("missing column {col:?} (header has {names:?})"))
+            })?,
         );
     }
     let mut rows = Vec::new();
@@ -299,7 +308,8 @@ mod tests {
             .iter()
             .map(|(x, y)| ((*x).into(), (*y).into()))
             .collect();
-        let v = Vocabulary::from_parts(vec![c("a"), c("b"), c("c"), c("d")], &edges, "v".into()).unwrap();
+        let v = Vocabulary::from_parts(vec![c("a"), c("b"), c("c"), c("d")], &edges, "v".into())
+            .unwrap();
         assert_eq!(v.broken_cycles.len(), 1);
         assert_eq!(v.broken_cycles[0].concepts, vec!["a", "b", "c"]);
         assert_eq!(v.broken_cycles[0].dropped_edge, ("c".into(), "a".into()));
@@ -312,16 +322,25 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("broader.tsv:2: parent_id \"zz\""), "{e}");
-        let e = Vocabulary::from_parts(vec![c("a"), c("a")], &[], "v".into()).unwrap_err().to_string();
+        let e = Vocabulary::from_parts(vec![c("a"), c("a")], &[], "v".into())
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("duplicate concept_id \"a\""), "{e}");
     }
 
     #[test]
     fn missing_column_is_named() {
         let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join(CONCEPTS_FILE), "id\tpreferred_term\tsynonyms\nD1\tX\t\n").unwrap();
+        std::fs::write(
+            dir.path().join(CONCEPTS_FILE),
+            "id\tpreferred_term\tsynonyms\nD1\tX\t\n",
+        )
+        .unwrap();
         std::fs::write(dir.path().join(BROADER_FILE), "child_id\tparent_id\n").unwrap();
         let e = load_vocabulary(dir.path()).unwrap_err().to_string();
-        assert!(e.contains("concepts.tsv:1: missing column \"concept_id\""), "{e}");
+        assert!(
+            e.contains("concepts.tsv:1: missing column \"concept_id\""),
+            "{e}"
+        );
     }
 }

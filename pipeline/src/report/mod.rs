@@ -161,7 +161,13 @@ impl ReportWriter for ExtractiveReportWriter {
             .iter()
             .zip(&ctx.aliases)
             .take(30)
-            .map(|(m, a)| if a.is_empty() { m.1.to_owned() } else { format!("{} ({a})", m.1) })
+            .map(|(m, a)| {
+                if a.is_empty() {
+                    m.1.to_owned()
+                } else {
+                    format!("{} ({a})", m.1)
+                }
+            })
             .collect();
         let full_content = format!(
             "{title}\nConcepts: {}\n{summary}\nFindings: {}\nSources: {}",
@@ -258,7 +264,11 @@ pub fn community_context<'a>(
     let mut ranked: Vec<(u32, u32)> = per_passage.into_iter().collect();
     ranked.sort_by(|a, b| {
         b.1.cmp(&a.1)
-            .then(passages[a.0 as usize].position.cmp(&passages[b.0 as usize].position))
+            .then(
+                passages[a.0 as usize]
+                    .position
+                    .cmp(&passages[b.0 as usize].position),
+            )
             .then(a.0.cmp(&b.0))
     });
     let num_documents = ranked
@@ -269,10 +279,16 @@ pub fn community_context<'a>(
     CommunityContext {
         community_id,
         level,
-        aliases: member_rows.iter().map(|m| aliases[m.0 as usize].as_str()).collect(),
+        aliases: member_rows
+            .iter()
+            .map(|m| aliases[m.0 as usize].as_str())
+            .collect(),
         members: member_rows,
         relationships,
-        passages: ranked.into_iter().map(|(p, n)| (passages[p as usize], n)).collect(),
+        passages: ranked
+            .into_iter()
+            .map(|(p, n)| (passages[p as usize], n))
+            .collect(),
         num_documents,
         internal_weight,
     }
@@ -284,23 +300,60 @@ mod tests {
 
     #[test]
     fn extractive_report_is_deterministic_and_grounded() {
-        let names: Vec<String> = ["Statins", "Mortality", "Myocardial Infarction"].iter().map(|s| (*s).into()).collect();
+        let names: Vec<String> = ["Statins", "Mortality", "Myocardial Infarction"]
+            .iter()
+            .map(|s| (*s).into())
+            .collect();
         let adjacency = Adjacency::new(3, &[(0, 1, 2.0), (0, 2, 1.0), (1, 2, 3.0)]);
         let passages = vec![
-            PassageRef { text: "Statins lower mortality. Unrelated.", position: 1, document_title: "Q1?", document: 0 },
-            PassageRef { text: "After myocardial infarction, mortality rises.", position: 0, document_title: "Q2?", document: 1 },
+            PassageRef {
+                text: "Statins lower mortality. Unrelated.",
+                position: 1,
+                document_title: "Q1?",
+                document: 0,
+            },
+            PassageRef {
+                text: "After myocardial infarction, mortality rises.",
+                position: 0,
+                document_title: "Q2?",
+                document: 1,
+            },
         ];
         let entity_passages = vec![vec![0], vec![0, 1], vec![1]];
         let aliases: Vec<String> = vec!["Statin".into(), String::new(), "Heart Attack".into()];
-        let ctx = community_context(7, 1, &[0, 1, 2], &names, &aliases, &adjacency, &entity_passages, &passages);
+        let ctx = community_context(
+            7,
+            1,
+            &[0, 1, 2],
+            &names,
+            &aliases,
+            &adjacency,
+            &entity_passages,
+            &passages,
+        );
         assert_eq!(ctx.members[0].1, "Mortality");
-        assert_eq!(ctx.relationships[0], ("Mortality", "Myocardial Infarction", 3.0));
+        assert_eq!(
+            ctx.relationships[0],
+            ("Mortality", "Myocardial Infarction", 3.0)
+        );
         assert_eq!(ctx.num_documents, 2);
         let r = ExtractiveReportWriter.write(&ctx).unwrap();
         assert_eq!(r.title, "Mortality, Myocardial Infarction and Statins");
-        assert_eq!(r.findings[0], "After myocardial infarction, mortality rises.");
-        assert!(r.full_content.contains("Sources: Q2? Q1?"), "{}", r.full_content);
-        assert!(r.full_content.contains("Myocardial Infarction (Heart Attack)"), "{}", r.full_content);
+        assert_eq!(
+            r.findings[0],
+            "After myocardial infarction, mortality rises."
+        );
+        assert!(
+            r.full_content.contains("Sources: Q2? Q1?"),
+            "{}",
+            r.full_content
+        );
+        assert!(
+            r.full_content
+                .contains("Myocardial Infarction (Heart Attack)"),
+            "{}",
+            r.full_content
+        );
         assert_eq!(r, ExtractiveReportWriter.write(&ctx).unwrap());
     }
 }

@@ -1,1 +1,4 @@
-//! Integration tests.
+//! Integration tests of agrag-pipeline (one binary, ripgrep style).
+
+// The whole job on a fixture from the real corpus; bad input; determinism of the tables.
+mod e2e;

@@ -1,0 +1,275 @@
+//! End-to-end: the pipeline on a fixture cut from the real corpus (60 PubMedQA documents) with
+//! the full shipped MeSH vocabulary, then the engine on the published snapshot.
+
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Arc;
+
+use agrag_engine::embed::HashEmbedder;
+use agrag_engine::format::{Layout, Manifest, Verify, verify_run};
+use agrag_engine::query::theme::Status;
+use agrag_engine::snapshot::Snapshot;
+use agrag_engine::{Engine, EngineConfig, Scope, ThemeRequest};
+use agrag_pipeline::leiden::LeidenConfig;
+use agrag_pipeline::link::LinkConfig;
+use agrag_pipeline::report::ExtractiveReportWriter;
+use agrag_pipeline::run::{RunConfig, run};
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn fixture_config(root: &Path) -> RunConfig {
+    RunConfig {
+        root: root.to_owned(),
+        documents: repo().join("data/fixtures/pubmedqa-60.jsonl"),
+        vocabulary: repo().join("data/mesh"),
+        threads: Some(2),
+        link: LinkConfig::default(),
+        leiden: LeidenConfig::default(),
+        embedder: Arc::new(HashEmbedder::default()),
+        report_writer: Arc::new(ExtractiveReportWriter),
+        progress: false,
+    }
+}
+
+/// Components of `members` in the graph of `edges` restricted to them.
+fn is_connected(members: &[u32], adj: &HashMap<u32, Vec<u32>>) -> bool {
+    let set: HashSet<u32> = members.iter().copied().collect();
+    let mut seen = HashSet::from([members[0]]);
+    let mut stack = vec![members[0]];
+    while let Some(u) = stack.pop() {
+        for &v in adj.get(&u).map_or(&[][..], Vec::as_slice) {
+            if set.contains(&v) && seen.insert(v) {
+                stack.push(v);
+            }
+        }
+    }
+    seen.len() == set.len()
+}
+
+#[test]
+fn run_publishes_a_valid_snapshot_and_answers() {
+    let dir = tempfile::tempdir().unwrap();
+    let summary = run(&fixture_config(dir.path())).unwrap();
+    assert_eq!(summary.documents, 60);
+    assert!(summary.passages > 150, "{}", summary.passages);
+    assert!(
+        summary.mean_mentions_per_passage > 2.0,
+        "{}",
+        summary.mean_mentions_per_passage
+    );
+    assert!(summary.entities > 100 && summary.edges > 300, "{summary:?}");
+    assert!(summary.modularity > 0.2, "{}", summary.modularity);
+
+    // LATEST names the run; every file matches the manifest's sizes and checksums.
+    let layout = Layout::new(dir.path());
+    assert_eq!(
+        layout.read_latest().unwrap().as_deref(),
+        Some(summary.run_id.as_str())
+    );
+    let run_dir = layout.run_dir(&summary.run_id);
+    let manifest = Manifest::read(&run_dir).unwrap();
+    verify_run(&run_dir, &manifest, Verify::Checksums).unwrap();
+    assert_eq!(manifest.files.len(), 13, "{:?}", manifest.files);
+    assert_eq!(manifest.embedder.model, "agrag-hash-v1");
+    let snap = Snapshot::open_run(&run_dir).unwrap();
+    assert_eq!(snap.document_keys.len(), 60);
+    assert_eq!(snap.entity_names.len(), summary.entities);
+
+    // Membership: every entity has exactly one community at level 0, at most one per level,
+    // and exactly one leaf; every community is connected in the entity graph.
+    let rel = agrag_engine::format::reader::read_parquet(
+        &run_dir.join("relationships.parquet"),
+        &agrag_engine::format::schema::relationships::schema(),
+        Some(&summary.run_id),
+    )
+    .unwrap();
+    let src = rel
+        .column(0)
+        .as_any()
+        .downcast_ref::<arrow_array::UInt32Array>()
+        .unwrap();
+    let dst = rel
+        .column(1)
+        .as_any()
+        .downcast_ref::<arrow_array::UInt32Array>()
+        .unwrap();
+    let mut adj: HashMap<u32, Vec<u32>> = HashMap::new();
+    for i in 0..rel.num_rows() {
+        adj.entry(src.value(i)).or_default().push(dst.value(i));
+        adj.entry(dst.value(i)).or_default().push(src.value(i));
+    }
+    let mut per_level: HashMap<(u32, u32), u32> = HashMap::new();
+    for c in 0..snap.num_communities() {
+        let members = snap.community_members.row(c);
+        assert!(!members.is_empty(), "community {c} is empty");
+        assert!(
+            is_connected(members, &adj),
+            "community {c} is not connected"
+        );
+        for &e in members {
+            *per_level.entry((snap.community_level[c], e)).or_insert(0) += 1;
+        }
+    }
+    assert!(per_level.values().all(|&n| n == 1));
+    for e in 0..summary.entities as u32 {
+        assert!(
+            per_level.contains_key(&(0, e)),
+            "entity {e} has no level-0 community"
+        );
+    }
+
+    // The engine answers a theme question from it.
+    let engine = Engine::open(dir.path(), EngineConfig::default()).unwrap();
+    let mut req = ThemeRequest::text(
+        "Do mitochondria play a role in programmed cell death of lace plant leaves?",
+    );
+    req.support_limit = 5;
+    let answer = engine.search_themes(&req).unwrap();
+    assert_eq!(answer.status, Status::Ok);
+    assert!(!answer.themes.is_empty() && answer.themes.len() <= 5);
+    let keys: HashSet<&str> = answer
+        .themes
+        .iter()
+        .flat_map(|t| t.passages.iter().map(|p| p.document_key.as_str()))
+        .collect();
+    assert!(
+        keys.contains("pmid:21645374"),
+        "the lace-plant abstract supports a theme: {keys:?}"
+    );
+    for t in &answer.themes {
+        assert!(t.entities.len() <= 5 && !t.entities.is_empty());
+        assert!(t.passages.len() <= 5);
+        assert!(
+            t.passages
+                .windows(2)
+                .all(|w| w[0].num_members >= w[1].num_members)
+        );
+    }
+    assert!(answer.themes.windows(2).all(|w| w[0].score >= w[1].score));
+
+    // A one-document scope returns only that document's passages.
+    req.scope = Scope::Documents(vec!["pmid:21645374".into()]);
+    let scoped = engine.search_themes(&req).unwrap();
+    assert_eq!(scoped.status, Status::Ok);
+    assert!(
+        scoped
+            .themes
+            .iter()
+            .all(|t| t.passages.iter().all(|p| p.document_key == "pmid:21645374"))
+    );
+}
+
+#[test]
+fn same_seed_gives_the_same_tables_whatever_the_thread_count() {
+    let a = tempfile::tempdir().unwrap();
+    let b = tempfile::tempdir().unwrap();
+    let mut ca = fixture_config(a.path());
+    ca.threads = Some(1);
+    let mut cb = fixture_config(b.path());
+    cb.threads = Some(2);
+    let sa = run(&ca).unwrap();
+    let sb = run(&cb).unwrap();
+    let ra = Layout::new(a.path()).run_dir(&sa.run_id);
+    let rb = Layout::new(b.path()).run_dir(&sb.run_id);
+    for table in [
+        "membership.parquet",
+        "relationships.parquet",
+        "reports.parquet",
+        "mentions.parquet",
+    ] {
+        let read = |dir: &Path| {
+            let f = std::fs::File::open(dir.join(table)).unwrap();
+            let r = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(f)
+                .unwrap()
+                .build()
+                .unwrap();
+            r.map(|b| b.unwrap()).collect::<Vec<_>>()
+        };
+        let (ta, tb) = (read(&ra), read(&rb));
+        if table == "membership.parquet" {
+            // Equal but for the run_id column.
+            assert_eq!(
+                ta[0].project(&[1, 2, 3, 4, 5]).unwrap(),
+                tb[0].project(&[1, 2, 3, 4, 5]).unwrap()
+            );
+        } else {
+            assert_eq!(ta, tb, "{table} differs");
+        }
+    }
+}
+
+fn pipeline_bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_agrag-pipeline"))
+}
+
+fn assert_nothing_published(root: &Path) {
+    assert!(!root.join("LATEST").exists(), "LATEST must not exist");
+    let runs = Layout::new(root).list_runs().unwrap();
+    assert!(runs.is_empty(), "no run may be published: {runs:?}");
+    if let Ok(entries) = std::fs::read_dir(root.join("runs")) {
+        assert_eq!(entries.count(), 0, "no staging folder may be left");
+    }
+}
+
+#[test]
+fn bad_input_fails_clearly_and_publishes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    let vocab = repo().join("data/mesh");
+    let cases: Vec<(String, &str)> = vec![
+        (String::new(), "cannot read"),
+        ("{\"document_key\":\"a\",\"passages\":[\"Aspirin.\"]}\n{\"document_key\": \"b\", \"passages\": [\n".into(), ":2: malformed JSON"),
+        ("\n".into(), "the corpus holds no document"),
+        ("{\"document_key\":\"a\",\"passages\":[\"x\"]}\n{\"document_key\":\"a\",\"passages\":[\"y\"]}\n".into(), ":2: duplicate document_key \"a\""),
+    ];
+    for (i, (content, expected)) in cases.iter().enumerate() {
+        let docs = dir.path().join(format!("docs{i}.jsonl"));
+        if i > 0 {
+            std::fs::write(&docs, content).unwrap();
+        }
+        let out = pipeline_bin()
+            .args(["run", "--root"])
+            .arg(&root)
+            .arg("--documents")
+            .arg(&docs)
+            .arg("--vocabulary")
+            .arg(&vocab)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "case {i}: {stderr}");
+        assert!(stderr.contains(expected), "case {i}: {stderr}");
+        assert!(
+            stderr.contains("nothing was published"),
+            "case {i}: {stderr}"
+        );
+        assert_nothing_published(&root);
+    }
+    // A bad parameter is named too.
+    let out = pipeline_bin()
+        .args(["run", "--resolution", "-1", "--root"])
+        .arg(&root)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("resolution"));
+    assert_nothing_published(&root);
+}
+
+#[test]
+fn a_failed_run_keeps_the_published_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let first = run(&fixture_config(dir.path())).unwrap();
+    let mut bad = fixture_config(dir.path());
+    bad.documents = dir.path().join("missing.jsonl");
+    assert!(run(&bad).is_err());
+    let layout = Layout::new(dir.path());
+    assert_eq!(
+        layout.read_latest().unwrap().as_deref(),
+        Some(first.run_id.as_str())
+    );
+    assert_eq!(layout.list_runs().unwrap(), vec![first.run_id]);
+}
