@@ -50,7 +50,9 @@ pub enum PipelineError {
         value: String,
     },
     /// An edge weight is NaN, infinite or negative.
-    #[error("edge {index} ({source_node} -- {target_node}): weight {weight} is not a finite non-negative number")]
+    #[error(
+        "edge {index} ({source_node} -- {target_node}): weight {weight} is not a finite non-negative number"
+    )]
     InvalidWeight {
         /// 0-based index of the edge in its input.
         index: usize,

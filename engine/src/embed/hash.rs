@@ -72,7 +72,8 @@ impl HashEmbedder {
 
     fn embed_one(&self, text: &str) -> Vec<f32> {
         let words = tokenize(text);
-        let mut features: std::collections::BTreeMap<Vec<u8>, f32> = std::collections::BTreeMap::new();
+        let mut features: std::collections::BTreeMap<Vec<u8>, f32> =
+            std::collections::BTreeMap::new();
         let mut bump = |key: Vec<u8>, w: f32| *features.entry(key).or_insert(0.0) += w;
         for (i, w) in words.iter().enumerate() {
             let mut k = b"w:".to_vec();
@@ -118,7 +119,12 @@ fn tokenize(text: &str) -> Vec<String> {
         .map(str::to_lowercase)
         .filter(|w| !STOP_WORDS.contains(&w.as_str()))
         .map(|w| {
-            if w.len() > 4 && w.ends_with('s') && !w.ends_with("ss") && !w.ends_with("us") && !w.ends_with("is") {
+            if w.len() > 4
+                && w.ends_with('s')
+                && !w.ends_with("ss")
+                && !w.ends_with("us")
+                && !w.ends_with("is")
+            {
                 w[..w.len() - 1].to_owned()
             } else {
                 w
@@ -155,8 +161,12 @@ mod tests {
     #[test]
     fn deterministic_and_normalized() {
         let e = HashEmbedder::new(64);
-        let a = e.embed("Statins reduce mortality after myocardial infarction").unwrap();
-        let b = e.embed("Statins reduce mortality after myocardial infarction").unwrap();
+        let a = e
+            .embed("Statins reduce mortality after myocardial infarction")
+            .unwrap();
+        let b = e
+            .embed("Statins reduce mortality after myocardial infarction")
+            .unwrap();
         assert_eq!(a, b);
         assert!((dot(&a, &a) - 1.0).abs() < 1e-5);
         assert_eq!(e.embed("").unwrap(), vec![0.0; 64]);
@@ -165,10 +175,21 @@ mod tests {
     #[test]
     fn related_texts_score_higher_than_unrelated() {
         let e = HashEmbedder::default();
-        let q = e.embed("Do statins reduce mortality after myocardial infarction?").unwrap();
-        let near = e.embed("Statin therapy and mortality in patients with acute myocardial infarction").unwrap();
-        let far = e.embed("Mitochondria in lace plant leaves during programmed cell death").unwrap();
-        assert!(dot(&q, &near) > dot(&q, &far) + 0.2, "{} vs {}", dot(&q, &near), dot(&q, &far));
+        let q = e
+            .embed("Do statins reduce mortality after myocardial infarction?")
+            .unwrap();
+        let near = e
+            .embed("Statin therapy and mortality in patients with acute myocardial infarction")
+            .unwrap();
+        let far = e
+            .embed("Mitochondria in lace plant leaves during programmed cell death")
+            .unwrap();
+        assert!(
+            dot(&q, &near) > dot(&q, &far) + 0.2,
+            "{} vs {}",
+            dot(&q, &near),
+            dot(&q, &far)
+        );
     }
 
     #[test]

@@ -75,7 +75,10 @@ impl Layout {
             Ok(s) => {
                 let id = s.trim();
                 if !is_valid_run_id(id) {
-                    return Err(EngineError::corrupt(&path, format!("{id:?} is not a run id")));
+                    return Err(EngineError::corrupt(
+                        &path,
+                        format!("{id:?} is not a run id"),
+                    ));
                 }
                 Ok(Some(id.to_owned()))
             }

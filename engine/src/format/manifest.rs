@@ -76,8 +76,9 @@ impl Manifest {
             .get("format_version")
             .and_then(serde_json::Value::as_u64)
             .ok_or_else(|| EngineError::corrupt("", "manifest has no integer format_version"))?;
-        let found = u32::try_from(found)
-            .map_err(|_| EngineError::corrupt("", format!("format_version {found} is out of range")))?;
+        let found = u32::try_from(found).map_err(|_| {
+            EngineError::corrupt("", format!("format_version {found} is out of range"))
+        })?;
         if !super::SUPPORTED_FORMAT_VERSIONS.contains(&found) {
             return Err(EngineError::UnsupportedFormat {
                 found,

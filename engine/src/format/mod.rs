@@ -51,12 +51,17 @@ pub enum Verify {
 pub fn verify_run(dir: &Path, manifest: &Manifest, level: Verify) -> Result<()> {
     for entry in &manifest.files {
         let path = dir.join(&entry.name);
-        let meta = std::fs::metadata(&path)
-            .map_err(|e| EngineError::corrupt(&path, format!("listed in the manifest but unreadable: {e}")))?;
+        let meta = std::fs::metadata(&path).map_err(|e| {
+            EngineError::corrupt(&path, format!("listed in the manifest but unreadable: {e}"))
+        })?;
         if meta.len() != entry.bytes {
             return Err(EngineError::corrupt(
                 &path,
-                format!("size is {} bytes, the manifest says {}", meta.len(), entry.bytes),
+                format!(
+                    "size is {} bytes, the manifest says {}",
+                    meta.len(),
+                    entry.bytes
+                ),
             ));
         }
         if level == Verify::Checksums {

@@ -106,13 +106,19 @@ fn types_match(a: &arrow_schema::DataType, b: &arrow_schema::DataType) -> bool {
 ///
 /// # Errors
 /// [`EngineError::Corrupt`] naming `path` and the column when it is missing or of another type.
-pub fn column<'a, T: Array + 'static>(batch: &'a RecordBatch, name: &str, path: &Path) -> Result<&'a T> {
+pub fn column<'a, T: Array + 'static>(
+    batch: &'a RecordBatch,
+    name: &str,
+    path: &Path,
+) -> Result<&'a T> {
     batch
         .column_by_name(name)
         .ok_or_else(|| EngineError::corrupt(path, format!("missing column {name:?}")))?
         .as_any()
         .downcast_ref::<T>()
-        .ok_or_else(|| EngineError::corrupt(path, format!("column {name:?} has an unexpected type")))
+        .ok_or_else(|| {
+            EngineError::corrupt(path, format!("column {name:?} has an unexpected type"))
+        })
 }
 
 /// Like [`column`], and also refuses nulls in the column.
@@ -126,7 +132,10 @@ pub fn column_no_nulls<'a, T: Array + 'static>(
 ) -> Result<&'a T> {
     let c = column::<T>(batch, name, path)?;
     if c.null_count() > 0 {
-        return Err(EngineError::corrupt(path, format!("column {name:?} holds nulls")));
+        return Err(EngineError::corrupt(
+            path,
+            format!("column {name:?} holds nulls"),
+        ));
     }
     Ok(c)
 }

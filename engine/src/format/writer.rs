@@ -130,7 +130,12 @@ impl RunWriter {
     /// # Errors
     /// [`EngineError::Io`] / [`EngineError::Parquet`] on write failures;
     /// [`EngineError::Internal`] for an unknown sort column.
-    pub fn write_parquet(&mut self, name: &str, batch: &RecordBatch, sorted_by: &[&str]) -> Result<()> {
+    pub fn write_parquet(
+        &mut self,
+        name: &str,
+        batch: &RecordBatch,
+        sorted_by: &[&str],
+    ) -> Result<()> {
         let schema = batch.schema();
         let mut sorting = Vec::with_capacity(sorted_by.len());
         for col in sorted_by {

@@ -396,7 +396,8 @@ impl CsrBuilder {
         let mut lens = vec![0usize; n];
         {
             let mut jobs = Vec::with_capacity(n / ROWS_PER_TASK + 1);
-            let (mut t_rest, mut w_rest, mut l_rest) = (&mut targets[..], &mut weights[..], &mut lens[..]);
+            let (mut t_rest, mut w_rest, mut l_rest) =
+                (&mut targets[..], &mut weights[..], &mut lens[..]);
             let mut start = 0;
             while start < n {
                 let end = (start + ROWS_PER_TASK).min(n);
@@ -492,8 +493,10 @@ mod tests {
 
     #[test]
     fn duplicate_and_reciprocal_edges_are_summed_in_any_order() {
-        let a = Graph::from_edges(3, &[(0, 1, 1.0), (1, 0, 2.0), (0, 1, 0.5), (2, 1, 1.0)]).unwrap();
-        let b = Graph::from_edges(3, &[(1, 2, 1.0), (0, 1, 0.5), (1, 0, 2.0), (1, 0, 1.0)]).unwrap();
+        let a =
+            Graph::from_edges(3, &[(0, 1, 1.0), (1, 0, 2.0), (0, 1, 0.5), (2, 1, 1.0)]).unwrap();
+        let b =
+            Graph::from_edges(3, &[(1, 2, 1.0), (0, 1, 0.5), (1, 0, 2.0), (1, 0, 1.0)]).unwrap();
         assert_eq!(edges_of(&a), vec![(0, 1, 3.5), (1, 2, 1.0)]);
         assert_eq!(edges_of(&a), edges_of(&b));
         assert_eq!(a.num_edges(), 2);
@@ -554,7 +557,10 @@ mod tests {
     #[test]
     fn empty_and_isolated() {
         let g = Graph::from_edges(0, &[]).unwrap();
-        assert_eq!((g.num_nodes(), g.num_edges(), g.total_weight()), (0, 0, 0.0));
+        assert_eq!(
+            (g.num_nodes(), g.num_edges(), g.total_weight()),
+            (0, 0, 0.0)
+        );
         let g = Graph::from_edges(5, &[(1, 3, 2.0)]).unwrap();
         assert_eq!(g.num_nodes(), 5);
         assert_eq!(g.degree(0), 0);
@@ -580,7 +586,8 @@ mod tests {
 
     #[test]
     fn induced_subgraph_renumbers() {
-        let g = Graph::from_edges(4, &[(0, 1, 1.0), (1, 2, 2.0), (2, 3, 3.0), (2, 2, 1.0)]).unwrap();
+        let g =
+            Graph::from_edges(4, &[(0, 1, 1.0), (1, 2, 2.0), (2, 3, 3.0), (2, 2, 1.0)]).unwrap();
         let s = g.induced_subgraph(&[2, 1]).unwrap();
         assert_eq!(s.num_nodes(), 2);
         assert_eq!(edges_of(&s), vec![(0, 1, 2.0), (0, 0, 1.0)]);

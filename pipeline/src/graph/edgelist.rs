@@ -120,7 +120,9 @@ fn parse_edges(mut reader: impl BufRead, path: &Path) -> Result<Vec<(u32, u32, f
             }
         };
         if fields.next().is_some() {
-            return Err(parse_error("expected `u v [w]`, found more than three fields".into()));
+            return Err(parse_error(
+                "expected `u v [w]`, found more than three fields".into(),
+            ));
         }
         edges.push((u, v, w));
     }

@@ -290,7 +290,12 @@ pub fn hierarchical_leiden(graph: &Graph, config: &LeidenConfig) -> Result<Hiera
             seconds: 0.0,
         },
     };
-    hierarchy.stats.levels = level_stats(graph, &hierarchy, config, &level_runs[..num_levels.min(level_runs.len())]);
+    hierarchy.stats.levels = level_stats(
+        graph,
+        &hierarchy,
+        config,
+        &level_runs[..num_levels.min(level_runs.len())],
+    );
     // Runs of a level that produced nothing still cost time: fold them into the last level.
     if level_runs.len() > num_levels && num_levels > 0 {
         let extra: f64 = level_runs[num_levels..].iter().map(|r| r.2).sum();
@@ -387,11 +392,19 @@ mod tests {
                 let parent = &h.communities[p as usize];
                 assert_eq!(parent.level + 1, c.level);
                 assert!(parent.children.contains(&c.id));
-                assert!(c.members.iter().all(|v| parent.members.binary_search(v).is_ok()));
+                assert!(
+                    c.members
+                        .iter()
+                        .all(|v| parent.members.binary_search(v).is_ok())
+                );
             }
             assert_eq!(c.is_leaf, c.children.is_empty());
             assert!(c.is_leaf || c.members.len() > config.max_cluster_size);
-            let child_total: usize = c.children.iter().map(|&k| h.communities[k as usize].members.len()).sum();
+            let child_total: usize = c
+                .children
+                .iter()
+                .map(|&k| h.communities[k as usize].members.len())
+                .sum();
             assert!(c.is_leaf || child_total == c.members.len());
         }
         assert!(h.communities.windows(2).all(|w| w[0].level <= w[1].level));
@@ -399,11 +412,17 @@ mod tests {
         let rows = h.membership();
         let leaf_rows = rows.iter().filter(|r| r.is_leaf).count();
         assert_eq!(leaf_rows, g.num_nodes());
-        assert!(rows.windows(2).all(|w| (w[0].level, w[0].node) < (w[1].level, w[1].node)));
+        assert!(
+            rows.windows(2)
+                .all(|w| (w[0].level, w[0].node) < (w[1].level, w[1].node))
+        );
         // Statistics.
         assert_eq!(h.stats.levels.len(), h.num_levels());
         assert_eq!(h.stats.levels[0].runs, 1);
-        assert_eq!(h.stats.leaves, h.communities.iter().filter(|c| c.is_leaf).count());
+        assert_eq!(
+            h.stats.leaves,
+            h.communities.iter().filter(|c| c.is_leaf).count()
+        );
     }
 
     #[test]

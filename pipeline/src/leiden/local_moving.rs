@@ -24,7 +24,7 @@ use crate::graph::Graph;
 const EMPTY: u32 = u32::MAX;
 
 /// Below this many half-edges a batch is decided on the calling thread (same result, less overhead).
-const PARALLEL_MIN_WORK: usize = 4096;
+const PARALLEL_MIN_WORK: usize = 1024;
 
 /// One level of the optimisation: a graph, its node weights and the penalty scale.
 #[derive(Clone, Copy)]
@@ -111,7 +111,12 @@ pub(crate) fn with_accumulator<R>(n: usize, f: impl FnOnce(&mut Accumulator) -> 
 ///
 /// `membership` holds labels in `0..n` on entry and on exit (not necessarily dense). The seed and
 /// `stream` path select the random node order.
-pub(crate) fn move_nodes(level: Level<'_>, membership: &mut [u32], seed: u64, stream: &[u64]) -> MoveOutcome {
+pub(crate) fn move_nodes(
+    level: Level<'_>,
+    membership: &mut [u32],
+    seed: u64,
+    stream: &[u64],
+) -> MoveOutcome {
     let graph = level.graph;
     let n = graph.num_nodes();
     let lambda = level.lambda;
@@ -124,7 +129,10 @@ pub(crate) fn move_nodes(level: Level<'_>, membership: &mut [u32], seed: u64, st
         sizes[c as usize] += 1;
     }
     // Empty labels, popped smallest first.
-    let mut free: Vec<u32> = (0..n as u32).rev().filter(|&c| sizes[c as usize] == 0).collect();
+    let mut free: Vec<u32> = (0..n as u32)
+        .rev()
+        .filter(|&c| sizes[c as usize] == 0)
+        .collect();
 
     let mut order: Vec<u32> = (0..n as u32).collect();
     Stream::new(seed, Purpose::MoveOrder, stream).shuffle(&mut order);
@@ -165,7 +173,11 @@ pub(crate) fn move_nodes(level: Level<'_>, membership: &mut [u32], seed: u64, st
                     with_accumulator(n, |acc| best_community(level, memb, totals, *v, acc))
                 };
                 if work >= PARALLEL_MIN_WORK {
-                    batch.par_iter().with_min_len(32).map(decide).collect_into_vec(&mut decisions);
+                    batch
+                        .par_iter()
+                        .with_min_len(32)
+                        .map(decide)
+                        .collect_into_vec(&mut decisions);
                 } else {
                     decisions.clear();
                     decisions.extend(batch.iter().map(decide));
@@ -244,7 +256,13 @@ pub(crate) fn move_nodes(level: Level<'_>, membership: &mut [u32], seed: u64, st
 /// The community `v` should join against the given state: its own label when no move improves
 /// the quality, [`EMPTY`] when being alone is best.
 #[inline]
-fn best_community(level: Level<'_>, membership: &[u32], totals: &[f64], v: u32, acc: &mut Accumulator) -> u32 {
+fn best_community(
+    level: Level<'_>,
+    membership: &[u32],
+    totals: &[f64],
+    v: u32,
+    acc: &mut Accumulator,
+) -> u32 {
     let own = membership[v as usize];
     let s = level.node_weights[v as usize];
     let lambda = level.lambda;
@@ -310,7 +328,11 @@ mod tests {
         let out = move_nodes(level, &mut memb, 3, &[0]);
         let after = raw_quality(&g, &memb, &degrees, lambda);
         assert!(out.moves > 0);
-        assert!((after - before - out.gain).abs() < 1e-9, "{after} - {before} vs {}", out.gain);
+        assert!(
+            (after - before - out.gain).abs() < 1e-9,
+            "{after} - {before} vs {}",
+            out.gain
+        );
         // A local optimum: one more phase moves nothing.
         let again = move_nodes(level, &mut memb, 4, &[1]);
         assert_eq!(again.moves, 0);
@@ -329,7 +351,10 @@ mod tests {
         move_nodes(level, &mut memb, 1, &[]);
         for c in 0..8 {
             let base = (c * 6) as usize;
-            assert!(memb[base..base + 6].iter().all(|&x| x == memb[base + 2]), "{memb:?}");
+            assert!(
+                memb[base..base + 6].iter().all(|&x| x == memb[base + 2]),
+                "{memb:?}"
+            );
         }
     }
 

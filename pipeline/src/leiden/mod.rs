@@ -196,13 +196,25 @@ impl LeidenConfig {
             })
         };
         if !(self.resolution.is_finite() && self.resolution > 0.0) {
-            return bad("resolution", self.resolution.to_string(), "a finite number > 0");
+            return bad(
+                "resolution",
+                self.resolution.to_string(),
+                "a finite number > 0",
+            );
         }
         if !(self.randomness.is_finite() && self.randomness > 0.0) {
-            return bad("randomness", self.randomness.to_string(), "a finite number > 0");
+            return bad(
+                "randomness",
+                self.randomness.to_string(),
+                "a finite number > 0",
+            );
         }
         if !(self.tolerance.is_finite() && self.tolerance >= 0.0) {
-            return bad("tolerance", self.tolerance.to_string(), "a finite number >= 0");
+            return bad(
+                "tolerance",
+                self.tolerance.to_string(),
+                "a finite number >= 0",
+            );
         }
         if self.max_iterations == 0 {
             return bad("max_iterations", "0".into(), "an integer >= 1");
@@ -279,7 +291,11 @@ pub(crate) fn run(graph: &Graph, config: &LeidenConfig) -> Partition {
     let (node_weights, lambda): (Vec<f64>, f64) = match config.objective {
         Objective::Modularity => (
             graph.weighted_degrees().to_vec(),
-            if m > 0.0 { config.resolution / (2.0 * m) } else { 0.0 },
+            if m > 0.0 {
+                config.resolution / (2.0 * m)
+            } else {
+                0.0
+            },
         ),
         Objective::Cpm => (vec![1.0; n], config.resolution),
     };
@@ -293,7 +309,14 @@ pub(crate) fn run(graph: &Graph, config: &LeidenConfig) -> Partition {
     if graph.num_edges() > 0 && n > 0 {
         let mut raw = quality::raw_quality(graph, &membership, &node_weights, lambda);
         for it in 0..config.max_iterations {
-            let mut next = iterate(graph, &node_weights, lambda, membership.clone(), config, it as u64);
+            let (mut next, _gain) = iterate(
+                graph,
+                &node_weights,
+                lambda,
+                membership.clone(),
+                config,
+                it as u64,
+            );
             renumber(&mut next);
             iterations += 1;
             let next_raw = quality::raw_quality(graph, &next, &node_weights, lambda);
@@ -317,7 +340,9 @@ pub(crate) fn run(graph: &Graph, config: &LeidenConfig) -> Partition {
 }
 
 /// One iteration (local moving, refinement, aggregation, repeated until every community is one
-/// node) starting from `membership` (labels `< n`); returns the flat membership (labels `< n`).
+/// node) starting from `membership` (labels `< n`); returns the flat membership (labels `< n`)
+/// and the raw-quality gain accumulated by the local moves (the incremental bookkeeping; tests
+/// check it against [`quality::raw_quality`] recomputed from scratch).
 fn iterate(
     graph: &Graph,
     node_weights: &[f64],
@@ -325,12 +350,13 @@ fn iterate(
     membership: Vec<u32>,
     config: &LeidenConfig,
     iteration: u64,
-) -> Vec<u32> {
+) -> (Vec<u32>, f64) {
     let mut aggregate_graph: Option<Graph> = None;
     let mut weights: Vec<f64> = node_weights.to_vec();
     let mut p = membership;
     // Original node -> node of the current aggregate graph (None: identity).
     let mut to_current: Option<Vec<u32>> = None;
+    let mut gain = 0.0;
     for depth in 0u64.. {
         let g = aggregate_graph.as_ref().unwrap_or(graph);
         let level = Level {
@@ -338,14 +364,21 @@ fn iterate(
             node_weights: &weights,
             lambda,
         };
-        move_nodes(level, &mut p, config.seed, &[iteration, depth]);
+        gain += move_nodes(level, &mut p, config.seed, &[iteration, depth]).gain;
         let k = renumber(&mut p);
         if k == g.num_nodes() {
             break;
         }
         let (labels, n_next) = match config.algorithm {
             Algorithm::Leiden => {
-                let mut r = refine::refine(level, &p, k, config.randomness, config.seed, &[iteration, depth]);
+                let mut r = refine::refine(
+                    level,
+                    &p,
+                    k,
+                    config.randomness,
+                    config.seed,
+                    &[iteration, depth],
+                );
                 let r_count = renumber(&mut r);
                 if r_count == g.num_nodes() {
                     // Nothing merged: aggregate the communities themselves.
@@ -371,14 +404,18 @@ fn iterate(
         weights = next_weights;
         p = next_p;
     }
-    match to_current {
+    let flat = match to_current {
         None => p,
         Some(t) => t.par_iter().map(|&a| p[a as usize]).collect(),
-    }
+    };
+    (flat, gain)
 }
 
 #[cfg(test)]
 mod tests {
+    use proptest::collection::vec;
+    use proptest::prelude::*;
+
     use super::*;
 
     pub(crate) fn ring_of_cliques(k: u32, size: u32) -> Graph {
@@ -446,15 +483,69 @@ mod tests {
     #[test]
     fn config_validation_names_the_field() {
         let cases: Vec<(LeidenConfig, &str)> = vec![
-            (LeidenConfig { resolution: 0.0, ..Default::default() }, "resolution"),
-            (LeidenConfig { resolution: f64::NAN, ..Default::default() }, "resolution"),
-            (LeidenConfig { resolution: -1.0, ..Default::default() }, "resolution"),
-            (LeidenConfig { randomness: 0.0, ..Default::default() }, "randomness"),
-            (LeidenConfig { randomness: f64::INFINITY, ..Default::default() }, "randomness"),
-            (LeidenConfig { tolerance: -1.0, ..Default::default() }, "tolerance"),
-            (LeidenConfig { max_iterations: 0, ..Default::default() }, "max_iterations"),
-            (LeidenConfig { max_cluster_size: 0, ..Default::default() }, "max_cluster_size"),
-            (LeidenConfig { max_levels: 0, ..Default::default() }, "max_levels"),
+            (
+                LeidenConfig {
+                    resolution: 0.0,
+                    ..Default::default()
+                },
+                "resolution",
+            ),
+            (
+                LeidenConfig {
+                    resolution: f64::NAN,
+                    ..Default::default()
+                },
+                "resolution",
+            ),
+            (
+                LeidenConfig {
+                    resolution: -1.0,
+                    ..Default::default()
+                },
+                "resolution",
+            ),
+            (
+                LeidenConfig {
+                    randomness: 0.0,
+                    ..Default::default()
+                },
+                "randomness",
+            ),
+            (
+                LeidenConfig {
+                    randomness: f64::INFINITY,
+                    ..Default::default()
+                },
+                "randomness",
+            ),
+            (
+                LeidenConfig {
+                    tolerance: -1.0,
+                    ..Default::default()
+                },
+                "tolerance",
+            ),
+            (
+                LeidenConfig {
+                    max_iterations: 0,
+                    ..Default::default()
+                },
+                "max_iterations",
+            ),
+            (
+                LeidenConfig {
+                    max_cluster_size: 0,
+                    ..Default::default()
+                },
+                "max_cluster_size",
+            ),
+            (
+                LeidenConfig {
+                    max_levels: 0,
+                    ..Default::default()
+                },
+                "max_levels",
+            ),
         ];
         for (config, field) in cases {
             match config.validate() {
@@ -464,13 +555,87 @@ mod tests {
         }
         assert!(LeidenConfig::default().validate().is_ok());
         let g = Graph::from_edges(2, &[(0, 1, 1.0)]).unwrap();
-        assert!(leiden(&g, &LeidenConfig { resolution: 0.0, ..Default::default() }).is_err());
+        assert!(
+            leiden(
+                &g,
+                &LeidenConfig {
+                    resolution: 0.0,
+                    ..Default::default()
+                }
+            )
+            .is_err()
+        );
+    }
+
+    fn cases() -> u32 {
+        std::env::var("PROPTEST_CASES")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(48)
+    }
+
+    fn random_graph() -> impl Strategy<Value = Graph> {
+        (1usize..50).prop_flat_map(|n| {
+            let w = prop_oneof![
+                Just(0.0),
+                Just(0.5),
+                Just(1.0),
+                Just(1.0),
+                Just(2.0),
+                Just(3.25)
+            ];
+            vec((0..n as u32, 0..n as u32, w), 0..160)
+                .prop_map(move |edges| Graph::from_edges(n, &edges).unwrap())
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: cases(), ..ProptestConfig::default() })]
+
+        /// The gains booked by local moving, across all aggregation levels of an iteration, add
+        /// up to the from-scratch quality difference on the original graph.
+        #[test]
+        fn incremental_gain_equals_from_scratch_quality(
+            g in random_graph(),
+            cpm in any::<bool>(),
+            louvain in any::<bool>(),
+            resolution in 0.05f64..2.0,
+            seed in any::<u64>(),
+        ) {
+            let n = g.num_nodes();
+            let m = g.total_weight();
+            prop_assume!(m > 0.0);
+            let (weights, lambda) = if cpm {
+                (vec![1.0; n], resolution)
+            } else {
+                (g.weighted_degrees().to_vec(), resolution / (2.0 * m))
+            };
+            let config = LeidenConfig {
+                algorithm: if louvain { Algorithm::Louvain } else { Algorithm::Leiden },
+                seed,
+                ..LeidenConfig::default()
+            };
+            let mut membership: Vec<u32> = (0..n as u32).collect();
+            for it in 0..3 {
+                let before = quality::raw_quality(&g, &membership, &weights, lambda);
+                let (next, gain) = iterate(&g, &weights, lambda, membership, &config, it);
+                let after = quality::raw_quality(&g, &next, &weights, lambda);
+                prop_assert!(gain >= 0.0);
+                let scale = 1.0 + g.total_weight() + before.abs();
+                prop_assert!((after - before - gain).abs() <= 1e-9 * scale,
+                    "from scratch {} vs incremental {}", after - before, gain);
+                membership = next;
+            }
+        }
     }
 
     #[test]
     fn parse_objective_and_algorithm() {
         assert_eq!("CPM".parse::<Objective>().unwrap(), Objective::Cpm);
-        assert_eq!("modularity".parse::<Objective>().unwrap(), Objective::Modularity);
+        assert_eq!(
+            "modularity".parse::<Objective>().unwrap(),
+            Objective::Modularity
+        );
         assert_eq!("louvain".parse::<Algorithm>().unwrap(), Algorithm::Louvain);
         assert!("x".parse::<Objective>().is_err());
         assert!("x".parse::<Algorithm>().is_err());

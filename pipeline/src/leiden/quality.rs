@@ -97,14 +97,24 @@ pub fn quality(graph: &Graph, membership: &[u32], objective: Objective, resoluti
 
 /// CPM with node sizes `sizes` (a node of an aggregate graph stands for `sizes[v]` nodes).
 #[track_caller]
-pub(crate) fn cpm_weighted(graph: &Graph, membership: &[u32], sizes: &[f64], resolution: f64) -> f64 {
+pub(crate) fn cpm_weighted(
+    graph: &Graph,
+    membership: &[u32],
+    sizes: &[f64],
+    resolution: f64,
+) -> f64 {
     let n_total = chunked_sum(sizes);
     raw_quality(graph, membership, sizes, resolution) + resolution * n_total / 2.0
 }
 
 /// `Σ_c (w_c − (λ/2)·S_c²)` with `S_c = Σ_{v ∈ c} node_weights[v]`.
 #[track_caller]
-pub(crate) fn raw_quality(graph: &Graph, membership: &[u32], node_weights: &[f64], lambda: f64) -> f64 {
+pub(crate) fn raw_quality(
+    graph: &Graph,
+    membership: &[u32],
+    node_weights: &[f64],
+    lambda: f64,
+) -> f64 {
     assert_eq!(
         membership.len(),
         graph.num_nodes(),

@@ -80,7 +80,10 @@ pub(crate) fn refine(
         let mut rng = Stream::new(seed, Purpose::Refine, &[stream, &[*c as u64]].concat());
         SCRATCH.with(|cell| {
             let scratch = &mut *cell.borrow_mut();
-            refine_one(level, membership, &position, *c as u32, nodes, start, randomness, &mut rng, scratch, slice);
+            refine_one(
+                level, membership, &position, *c as u32, nodes, start, randomness, &mut rng,
+                scratch, slice,
+            );
         });
     });
     drop(jobs);
@@ -247,7 +250,10 @@ mod tests {
                 let nodes: Vec<u32> = (0..8).filter(|&v| refined[v as usize] == l).collect();
                 let sub = g.induced_subgraph(&nodes).unwrap();
                 let mut comp = vec![0u32; nodes.len()];
-                assert_eq!(crate::leiden::components::split_disconnected(&sub, &mut comp), 1);
+                assert_eq!(
+                    crate::leiden::components::split_disconnected(&sub, &mut comp),
+                    1
+                );
             }
         }
     }
