@@ -4,5 +4,6 @@
 pub mod error;
 
 pub use error::{PipelineError, Result};
+pub mod detect;
 pub mod graph;
 pub mod leiden;

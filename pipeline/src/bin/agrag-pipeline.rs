@@ -1,1 +1,2 @@
+//! The `agrag-pipeline` command line (wired by the pipeline owner).
 fn main() {}
