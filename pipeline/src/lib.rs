@@ -9,6 +9,7 @@
 //!
 //! [`run::run`] is the whole job; [`detect`] is detection on a graph the user brings.
 
+pub mod detect;
 pub mod error;
 pub mod graph;
 pub mod ingest;

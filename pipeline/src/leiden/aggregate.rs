@@ -15,6 +15,15 @@ thread_local! {
     static ACC: RefCell<Accumulator> = RefCell::new(Accumulator::default());
 }
 
+/// The aggregate rows of a run of consecutive communities.
+struct Chunk {
+    /// Row length of each community.
+    lens: Vec<usize>,
+    targets: Vec<u32>,
+    weights: Vec<f64>,
+    self_loops: Vec<f64>,
+}
+
 /// Groups nodes by `labels` (dense `0..k`): returns `offsets` (`k + 1`) and the nodes of each label
 /// in ascending order (`members[offsets[c]..offsets[c + 1]]`). Counting sort, **O(n + k)**.
 pub(crate) fn group_by_label(labels: &[u32], k: usize) -> (Vec<usize>, Vec<u32>) {
@@ -59,7 +68,7 @@ pub(crate) fn renumber(labels: &mut [u32]) -> usize {
 /// order), so the result does not depend on the thread count.
 pub(crate) fn aggregate(graph: &Graph, labels: &[u32], k: usize) -> Graph {
     let (offsets, members) = group_by_label(labels, k);
-    let parts: Vec<(Vec<usize>, Vec<u32>, Vec<f64>, Vec<f64>)> = (0..k)
+    let parts: Vec<Chunk> = (0..k)
         .into_par_iter()
         .chunks(NODES_PER_TASK)
         .map(|chunk| {
@@ -94,24 +103,29 @@ pub(crate) fn aggregate(graph: &Graph, labels: &[u32], k: usize) -> Graph {
                     acc.clear();
                     loops.push(self_loop + 0.5 * internal);
                 }
-                (lens, targets, weights, loops)
+                Chunk {
+                    lens,
+                    targets,
+                    weights,
+                    self_loops: loops,
+                }
             })
         })
         .collect();
-    let total: usize = parts.iter().map(|p| p.1.len()).sum();
+    let total: usize = parts.iter().map(|p| p.targets.len()).sum();
     let mut csr_offsets = Vec::with_capacity(k + 1);
     csr_offsets.push(0usize);
     let mut targets = Vec::with_capacity(total);
     let mut weights = Vec::with_capacity(total);
     let mut self_loops = Vec::with_capacity(k);
-    for (lens, t, w, l) in parts {
-        for len in lens {
+    for part in parts {
+        for len in part.lens {
             let last = *csr_offsets.last().unwrap_or(&0);
             csr_offsets.push(last + len);
         }
-        targets.extend_from_slice(&t);
-        weights.extend_from_slice(&w);
-        self_loops.extend_from_slice(&l);
+        targets.extend_from_slice(&part.targets);
+        weights.extend_from_slice(&part.weights);
+        self_loops.extend_from_slice(&part.self_loops);
     }
     Graph::from_csr_parts(csr_offsets, targets, weights, self_loops)
 }

@@ -24,7 +24,7 @@ use crate::graph::Graph;
 const EMPTY: u32 = u32::MAX;
 
 /// Below this many half-edges a batch is decided on the calling thread (same result, less overhead).
-const PARALLEL_MIN_WORK: usize = 4096;
+const PARALLEL_MIN_WORK: usize = 1024;
 
 /// One level of the optimisation: a graph, its node weights and the penalty scale.
 #[derive(Clone, Copy)]

@@ -309,7 +309,7 @@ pub(crate) fn run(graph: &Graph, config: &LeidenConfig) -> Partition {
     if graph.num_edges() > 0 && n > 0 {
         let mut raw = quality::raw_quality(graph, &membership, &node_weights, lambda);
         for it in 0..config.max_iterations {
-            let mut next = iterate(
+            let (mut next, _gain) = iterate(
                 graph,
                 &node_weights,
                 lambda,
@@ -340,7 +340,9 @@ pub(crate) fn run(graph: &Graph, config: &LeidenConfig) -> Partition {
 }
 
 /// One iteration (local moving, refinement, aggregation, repeated until every community is one
-/// node) starting from `membership` (labels `< n`); returns the flat membership (labels `< n`).
+/// node) starting from `membership` (labels `< n`); returns the flat membership (labels `< n`)
+/// and the raw-quality gain accumulated by the local moves (the incremental bookkeeping; tests
+/// check it against [`quality::raw_quality`] recomputed from scratch).
 fn iterate(
     graph: &Graph,
     node_weights: &[f64],
@@ -348,12 +350,13 @@ fn iterate(
     membership: Vec<u32>,
     config: &LeidenConfig,
     iteration: u64,
-) -> Vec<u32> {
+) -> (Vec<u32>, f64) {
     let mut aggregate_graph: Option<Graph> = None;
     let mut weights: Vec<f64> = node_weights.to_vec();
     let mut p = membership;
     // Original node -> node of the current aggregate graph (None: identity).
     let mut to_current: Option<Vec<u32>> = None;
+    let mut gain = 0.0;
     for depth in 0u64.. {
         let g = aggregate_graph.as_ref().unwrap_or(graph);
         let level = Level {
@@ -361,7 +364,7 @@ fn iterate(
             node_weights: &weights,
             lambda,
         };
-        move_nodes(level, &mut p, config.seed, &[iteration, depth]);
+        gain += move_nodes(level, &mut p, config.seed, &[iteration, depth]).gain;
         let k = renumber(&mut p);
         if k == g.num_nodes() {
             break;
@@ -401,14 +404,18 @@ fn iterate(
         weights = next_weights;
         p = next_p;
     }
-    match to_current {
+    let flat = match to_current {
         None => p,
         Some(t) => t.par_iter().map(|&a| p[a as usize]).collect(),
-    }
+    };
+    (flat, gain)
 }
 
 #[cfg(test)]
 mod tests {
+    use proptest::collection::vec;
+    use proptest::prelude::*;
+
     use super::*;
 
     pub(crate) fn ring_of_cliques(k: u32, size: u32) -> Graph {
@@ -558,6 +565,68 @@ mod tests {
             )
             .is_err()
         );
+    }
+
+    fn cases() -> u32 {
+        std::env::var("PROPTEST_CASES")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(48)
+    }
+
+    fn random_graph() -> impl Strategy<Value = Graph> {
+        (1usize..50).prop_flat_map(|n| {
+            let w = prop_oneof![
+                Just(0.0),
+                Just(0.5),
+                Just(1.0),
+                Just(1.0),
+                Just(2.0),
+                Just(3.25)
+            ];
+            vec((0..n as u32, 0..n as u32, w), 0..160)
+                .prop_map(move |edges| Graph::from_edges(n, &edges).unwrap())
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: cases(), ..ProptestConfig::default() })]
+
+        /// The gains booked by local moving, across all aggregation levels of an iteration, add
+        /// up to the from-scratch quality difference on the original graph.
+        #[test]
+        fn incremental_gain_equals_from_scratch_quality(
+            g in random_graph(),
+            cpm in any::<bool>(),
+            louvain in any::<bool>(),
+            resolution in 0.05f64..2.0,
+            seed in any::<u64>(),
+        ) {
+            let n = g.num_nodes();
+            let m = g.total_weight();
+            prop_assume!(m > 0.0);
+            let (weights, lambda) = if cpm {
+                (vec![1.0; n], resolution)
+            } else {
+                (g.weighted_degrees().to_vec(), resolution / (2.0 * m))
+            };
+            let config = LeidenConfig {
+                algorithm: if louvain { Algorithm::Louvain } else { Algorithm::Leiden },
+                seed,
+                ..LeidenConfig::default()
+            };
+            let mut membership: Vec<u32> = (0..n as u32).collect();
+            for it in 0..3 {
+                let before = quality::raw_quality(&g, &membership, &weights, lambda);
+                let (next, gain) = iterate(&g, &weights, lambda, membership, &config, it);
+                let after = quality::raw_quality(&g, &next, &weights, lambda);
+                prop_assert!(gain >= 0.0);
+                let scale = 1.0 + g.total_weight() + before.abs();
+                prop_assert!((after - before - gain).abs() <= 1e-9 * scale,
+                    "from scratch {} vs incremental {}", after - before, gain);
+                membership = next;
+            }
+        }
     }
 
     #[test]

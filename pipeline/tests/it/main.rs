@@ -2,3 +2,5 @@
 
 // The whole job on a fixture from the real corpus; bad input; determinism of the tables.
 mod e2e;
+// Community detection: quality bar vs igraph, connectivity, hierarchy, determinism, input policy.
+mod leiden;
