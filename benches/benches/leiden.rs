@@ -1,1 +1,3 @@
+//! Leiden benchmarks (placeholder until the criterion groups land).
+
 fn main() {}

@@ -327,7 +327,7 @@ mod tests {
     #[test]
     fn long_text_is_split_at_sentences() {
         let sentence = "word ".repeat(100).trim().to_owned() + ".";
-        let text = vec![sentence.as_str(); 5].join(" ");
+        let text = [sentence.as_str(); 5].join(" ");
         let parts = split_passages(&text);
         assert!(parts.len() >= 3, "{}", parts.len());
         assert!(parts.iter().all(|p| p.chars().count() <= MAX_PASSAGE_CHARS));
