@@ -4,3 +4,5 @@
 mod e2e;
 // Community detection: quality bar vs igraph, connectivity, hierarchy, determinism, input policy.
 mod leiden;
+// Live visibility, scope and every status of search_themes on a real snapshot.
+mod visibility;
