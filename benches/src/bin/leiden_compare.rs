@@ -1,0 +1,487 @@
+//! `leiden-compare`: our Leiden (1 and 2 threads) side by side with peer implementations on the
+//! same edge lists, printed as a markdown table.
+//!
+//! ```text
+//! cargo run -p agrag-benches --release --bin leiden-compare -- \
+//!     [--graphs lfr-100k,ca-condmat] [--data DIR] [--peers igraph-leiden,...] [--threads 1,2]
+//!     [--python benches/.venv/bin/python] [--timeout 900] [--json OUT.json]
+//! ```
+//!
+//! Every measurement runs in a child process (this binary with `--child`, or
+//! `benches/peers/run_peer.py`), so peak RSS is per implementation. Wall and CPU seconds cover the
+//! algorithm alone (loading and conversion excluded); peak RSS is the whole child process; the
+//! "algo" RSS is the peak during the algorithm (reset through `/proc/self/clear_refs`).
+//! Modularity (γ = 1, igraph's definition) and NMI against the ground truth (where a
+//! `<graph>.communities.tsv.gz` exists) are computed here, the same way for every row.
+//! Peers missing from the venv are skipped; run `benches/peers/setup_venv.sh` first.
+
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use agrag_benches::measure::{cpu_seconds, peak_rss_bytes, reset_peak_rss};
+use agrag_benches::nmi::{nmi, read_ground_truth};
+use agrag_pipeline::graph::{Graph, read_edge_list};
+use agrag_pipeline::leiden::quality::modularity;
+use agrag_pipeline::leiden::{Algorithm, LeidenConfig, hierarchical_leiden, leiden};
+use serde_json::{Value, json};
+
+const PEERS: [&str; 5] = [
+    "igraph-leiden",
+    "leidenalg",
+    "graspologic-native",
+    "networkit-leiden",
+    "networkit-plm",
+];
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let code = if args.first().map(String::as_str) == Some("--child") {
+        child(&args[1..])
+    } else {
+        parent(&args)
+    };
+    std::process::exit(code);
+}
+
+fn arg<'a>(args: &'a [String], name: &str) -> Option<&'a str> {
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1))
+        .map(String::as_str)
+}
+
+fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// `--child IMPL --edges FILE --out FILE --threads N`: one measurement, one JSON line.
+fn child(args: &[String]) -> i32 {
+    let which = args.first().cloned().unwrap_or_default();
+    let edges = PathBuf::from(arg(args, "--edges").unwrap_or_default());
+    let out = PathBuf::from(arg(args, "--out").unwrap_or_default());
+    let threads: usize = arg(args, "--threads")
+        .and_then(|t| t.parse().ok())
+        .unwrap_or(1);
+    let graph = match read_edge_list(&edges) {
+        Ok(g) => g,
+        Err(e) => {
+            eprintln!("{e}");
+            return 2;
+        }
+    };
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .expect("pool");
+    let result = if which == "graphrs-louvain" {
+        run_graphrs(&graph, &pool)
+    } else {
+        run_ours(&which, &graph, &pool)
+    };
+    let Some((membership, wall, cpu, peak_load, peak_algo, reset, extra)) = result else {
+        eprintln!("unknown implementation {which}");
+        return 2;
+    };
+    let bytes: Vec<u8> = membership.iter().flat_map(|c| c.to_le_bytes()).collect();
+    if let Err(e) = std::fs::write(&out, bytes) {
+        eprintln!("{}: {e}", out.display());
+        return 1;
+    }
+    let communities = membership
+        .iter()
+        .copied()
+        .max()
+        .map_or(0, |m| m as usize + 1);
+    let line = json!({
+        "peer": which,
+        "version": env!("CARGO_PKG_VERSION"),
+        "wall_s": wall,
+        "cpu_s": cpu,
+        "peak_rss_bytes": peak_load.max(peak_algo),
+        "peak_rss_algo_bytes": reset.then_some(peak_algo),
+        "communities": communities,
+        "threads": threads,
+        "graph_bytes": graph.size_bytes(),
+        "extra": extra,
+    });
+    println!("{line}");
+    0
+}
+
+type Measured = (Vec<u32>, f64, f64, u64, u64, bool, Value);
+
+fn run_ours(which: &str, graph: &Graph, pool: &rayon::ThreadPool) -> Option<Measured> {
+    let config = match which {
+        "agrag-leiden" | "agrag-hierarchical" => LeidenConfig::default(),
+        "agrag-louvain" => LeidenConfig {
+            algorithm: Algorithm::Louvain,
+            ..LeidenConfig::default()
+        },
+        _ => return None,
+    };
+    let peak_load = peak_rss_bytes().unwrap_or(0);
+    let reset = reset_peak_rss();
+    let cpu0 = cpu_seconds().unwrap_or(0.0);
+    let t0 = Instant::now();
+    let (membership, extra) = if which == "agrag-hierarchical" {
+        let h = pool
+            .install(|| hierarchical_leiden(graph, &config))
+            .expect("valid config");
+        // Report the level-0 (coarsest) partition; the hierarchy's shape goes in `extra`.
+        let mut m = vec![0u32; graph.num_nodes()];
+        for c in h.level(0) {
+            for &v in &c.members {
+                m[v as usize] = c.id;
+            }
+        }
+        (
+            m,
+            json!({"levels": h.num_levels(), "communities": h.stats.communities, "leaves": h.stats.leaves}),
+        )
+    } else {
+        let p = pool
+            .install(|| leiden(graph, &config))
+            .expect("valid config");
+        (p.membership, json!({"iterations": p.iterations}))
+    };
+    let wall = t0.elapsed().as_secs_f64();
+    let cpu = cpu_seconds().unwrap_or(0.0) - cpu0;
+    let peak_algo = peak_rss_bytes().unwrap_or(0);
+    Some((membership, wall, cpu, peak_load, peak_algo, reset, extra))
+}
+
+fn run_graphrs(graph: &Graph, pool: &rayon::ThreadPool) -> Option<Measured> {
+    use graphrs::{Edge, Graph as GGraph, GraphSpecs, Node};
+    let n = graph.num_nodes();
+    let nodes: Vec<_> = (0..n as u32).map(Node::<u32, ()>::from_name).collect();
+    let mut edges = Vec::with_capacity(graph.num_edges());
+    for u in 0..n as u32 {
+        for (v, w) in graph.neighbors(u) {
+            if u < v {
+                edges.push(Edge::<u32, ()>::with_weight(u, v, w));
+            }
+        }
+    }
+    let g = GGraph::<u32, ()>::new_from_nodes_and_edges(nodes, edges, GraphSpecs::undirected())
+        .expect("graphrs graph");
+    let peak_load = peak_rss_bytes().unwrap_or(0);
+    let reset = reset_peak_rss();
+    let cpu0 = cpu_seconds().unwrap_or(0.0);
+    let t0 = Instant::now();
+    let communities = pool
+        .install(|| {
+            graphrs::algorithms::community::louvain::louvain_communities(
+                &g,
+                true,
+                None,
+                None,
+                Some(42),
+            )
+        })
+        .expect("graphrs louvain");
+    let wall = t0.elapsed().as_secs_f64();
+    let cpu = cpu_seconds().unwrap_or(0.0) - cpu0;
+    let peak_algo = peak_rss_bytes().unwrap_or(0);
+    let mut membership = vec![u32::MAX; n];
+    for (c, set) in communities.iter().enumerate() {
+        for &v in set {
+            membership[v as usize] = c as u32;
+        }
+    }
+    let mut next = communities.len() as u32;
+    for m in &mut membership {
+        if *m == u32::MAX {
+            *m = next;
+            next += 1;
+        }
+    }
+    Some((
+        membership,
+        wall,
+        cpu,
+        peak_load,
+        peak_algo,
+        reset,
+        json!({}),
+    ))
+}
+
+/// Runs `cmd` with a timeout; returns its stdout, or an error text.
+fn run_with_timeout(mut cmd: Command, timeout: Duration) -> Result<String, String> {
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cannot start: {e}"))?;
+    let start = Instant::now();
+    loop {
+        match child.try_wait() {
+            Ok(Some(status)) => {
+                let mut out = String::new();
+                let mut err = String::new();
+                if let Some(mut s) = child.stdout.take() {
+                    let _ = s.read_to_string(&mut out);
+                }
+                if let Some(mut s) = child.stderr.take() {
+                    let _ = s.read_to_string(&mut err);
+                }
+                return if status.success() {
+                    Ok(out)
+                } else {
+                    Err(format!(
+                        "exit {status}: {}",
+                        err.lines().last().unwrap_or("")
+                    ))
+                };
+            }
+            Ok(None) if start.elapsed() > timeout => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!("timeout after {} s", timeout.as_secs()));
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(20)),
+            Err(e) => return Err(e.to_string()),
+        }
+    }
+}
+
+struct Row {
+    graph: String,
+    name: String,
+    threads: usize,
+    result: Result<Value, String>,
+    modularity: Option<f64>,
+    nmi: Option<f64>,
+}
+
+fn parent(args: &[String]) -> i32 {
+    let data = arg(args, "--data")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace().join("../shared/data/graphs"));
+    let graphs: Vec<String> = arg(args, "--graphs")
+        .unwrap_or("lfr-100k,ca-condmat")
+        .split(',')
+        .map(str::to_string)
+        .collect();
+    let peers: Vec<String> = arg(args, "--peers")
+        .map(|p| p.split(',').map(str::to_string).collect())
+        .unwrap_or_else(|| {
+            PEERS
+                .iter()
+                .map(|s| (*s).to_string())
+                .chain(["graphrs-louvain".to_string()])
+                .collect()
+        });
+    let ours: Vec<String> = arg(args, "--ours")
+        .unwrap_or("agrag-leiden")
+        .split(',')
+        .map(str::to_string)
+        .collect();
+    let thread_counts: Vec<usize> = arg(args, "--threads")
+        .unwrap_or("1,2")
+        .split(',')
+        .filter_map(|t| t.parse().ok())
+        .collect();
+    let python = arg(args, "--python")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace().join("benches/.venv/bin/python"));
+    let timeout = Duration::from_secs(
+        arg(args, "--timeout")
+            .and_then(|t| t.parse().ok())
+            .unwrap_or(900),
+    );
+    let peer_script = workspace().join("benches/peers/run_peer.py");
+    let me = std::env::current_exe().expect("current exe");
+    let tmp = std::env::temp_dir().join(format!("leiden-compare-{}", std::process::id()));
+    std::fs::create_dir_all(&tmp).expect("temp dir");
+
+    let mut rows: Vec<Row> = Vec::new();
+    let mut csr_bytes: BTreeMap<String, usize> = BTreeMap::new();
+    for name in &graphs {
+        let edges = data.join(format!("{name}.edges.tsv.gz"));
+        if !edges.exists() {
+            eprintln!("skipping {name}: {} not found", edges.display());
+            continue;
+        }
+        let graph = read_edge_list(&edges).expect("edge list");
+        csr_bytes.insert(name.clone(), graph.size_bytes());
+        let truth_path = data.join(format!("{name}.communities.tsv.gz"));
+        let truth = truth_path
+            .exists()
+            .then(|| read_ground_truth(&truth_path, graph.num_nodes()).expect("ground truth"));
+        eprintln!(
+            "{name}: {} nodes, {} edges, CSR {:.1} MiB",
+            graph.num_nodes(),
+            graph.num_edges(),
+            graph.size_bytes() as f64 / 1048576.0
+        );
+        let mut jobs: Vec<(String, usize, Command)> = Vec::new();
+        for which in &ours {
+            for &t in &thread_counts {
+                let mut cmd = Command::new(&me);
+                cmd.args(["--child", which, "--threads", &t.to_string()]);
+                jobs.push((which.clone(), t, cmd));
+            }
+        }
+        for peer in &peers {
+            if peer == "graphrs-louvain" {
+                let mut cmd = Command::new(&me);
+                cmd.args(["--child", "graphrs-louvain", "--threads", "2"]);
+                jobs.push((peer.clone(), 2, cmd));
+            } else if PEERS.contains(&peer.as_str()) {
+                let t = if peer.starts_with("networkit") { 2 } else { 1 };
+                let mut cmd = Command::new(&python);
+                cmd.arg(&peer_script).arg(peer);
+                cmd.args(["--threads", &t.to_string()]);
+                jobs.push((peer.clone(), t, cmd));
+            } else {
+                eprintln!("unknown peer {peer}");
+            }
+        }
+        for (which, threads, mut cmd) in jobs {
+            let out = tmp.join(format!("{name}-{which}-{threads}.bin"));
+            let _ = std::fs::remove_file(&out);
+            if cmd.get_program() == me.as_os_str() {
+                cmd.arg("--edges").arg(&edges).arg("--out").arg(&out);
+            } else {
+                // run_peer.py takes EDGES OUT positionally after the peer name.
+                let mut py = Command::new(cmd.get_program());
+                let mut a: Vec<_> = cmd.get_args().map(ToOwned::to_owned).collect();
+                a.insert(2, edges.clone().into_os_string());
+                a.insert(3, out.clone().into_os_string());
+                py.args(a);
+                cmd = py;
+            }
+            eprintln!("  running {which} ({threads} thread(s)) ...");
+            let result = run_with_timeout(cmd, timeout).and_then(|stdout| {
+                let line = stdout.lines().last().unwrap_or("").to_string();
+                serde_json::from_str::<Value>(&line)
+                    .map_err(|e| format!("bad output {line:?}: {e}"))
+            });
+            let (mut modularity_value, mut nmi_value) = (None, None);
+            let result = match result {
+                Ok(v) if v.get("skipped").is_some() => Err(format!("skipped: {}", v["skipped"])),
+                Ok(v) => {
+                    let bytes = std::fs::read(&out).unwrap_or_default();
+                    let membership: Vec<u32> = bytes
+                        .chunks_exact(4)
+                        .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                        .collect();
+                    if membership.len() == graph.num_nodes() {
+                        modularity_value = Some(modularity(&graph, &membership, 1.0));
+                        nmi_value = truth.as_ref().map(|t| nmi(t, &membership));
+                        Ok(v)
+                    } else {
+                        Err(format!(
+                            "membership has {} entries, expected {}",
+                            membership.len(),
+                            graph.num_nodes()
+                        ))
+                    }
+                }
+                Err(e) => Err(e),
+            };
+            if let Err(e) = &result {
+                eprintln!("    {which}: {e}");
+            }
+            rows.push(Row {
+                graph: name.clone(),
+                name: which,
+                threads,
+                result,
+                modularity: modularity_value,
+                nmi: nmi_value,
+            });
+        }
+    }
+    let _ = std::fs::remove_dir_all(&tmp);
+
+    println!(
+        "| graph | implementation | threads | wall s | CPU s | peak RSS MiB | algo RSS MiB | communities | modularity | NMI |"
+    );
+    println!("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|");
+    let mib = |v: &Value| {
+        v.as_f64()
+            .map_or("–".to_string(), |b| format!("{:.0}", b / 1048576.0))
+    };
+    for r in &rows {
+        match &r.result {
+            Ok(v) => println!(
+                "| {} | {} | {} | {:.3} | {:.2} | {} | {} | {} | {:.4} | {} |",
+                r.graph,
+                r.name,
+                r.threads,
+                v["wall_s"].as_f64().unwrap_or(f64::NAN),
+                v["cpu_s"].as_f64().unwrap_or(f64::NAN),
+                mib(&v["peak_rss_bytes"]),
+                mib(&v["peak_rss_algo_bytes"]),
+                v["communities"],
+                r.modularity.unwrap_or(f64::NAN),
+                r.nmi.map_or("–".to_string(), |x| format!("{x:.3}")),
+            ),
+            Err(e) => println!(
+                "| {} | {} | {} | {e} | | | | | | |",
+                r.graph, r.name, r.threads
+            ),
+        }
+    }
+    // Targets: vs igraph, 2 vs 1 thread, memory.
+    println!();
+    for (name, bytes) in &csr_bytes {
+        let find = |n: &str, t: usize| {
+            rows.iter()
+                .find(|r| &r.graph == name && r.name == n && r.threads == t && r.result.is_ok())
+        };
+        let wall = |r: &Row| {
+            r.result
+                .as_ref()
+                .ok()
+                .and_then(|v| v["wall_s"].as_f64())
+                .unwrap_or(f64::NAN)
+        };
+        if let (Some(two), Some(one)) = (find("agrag-leiden", 2), find("agrag-leiden", 1)) {
+            let limit = 2.0 * *bytes as f64 + 64.0 * 1048576.0;
+            let peak = two
+                .result
+                .as_ref()
+                .ok()
+                .and_then(|v| v["peak_rss_bytes"].as_f64())
+                .unwrap_or(f64::NAN);
+            print!(
+                "- {name}: 2 threads {:.2}x faster than 1 thread; peak RSS {:.0} MiB vs limit 2 x CSR + 64 MiB = {:.0} MiB",
+                wall(one) / wall(two),
+                peak / 1048576.0,
+                limit / 1048576.0
+            );
+            if let Some(ig) = find("igraph-leiden", 1) {
+                print!(
+                    "; {:.2}x faster than igraph-leiden, modularity {:.4} = {:.4} x igraph's",
+                    wall(ig) / wall(two),
+                    two.modularity.unwrap_or(f64::NAN),
+                    two.modularity.unwrap_or(f64::NAN) / ig.modularity.unwrap_or(f64::NAN)
+                );
+            }
+            println!();
+        }
+    }
+    if let Some(path) = arg(args, "--json") {
+        let all: Vec<Value> = rows
+            .iter()
+            .map(|r| {
+                json!({
+                    "graph": r.graph, "implementation": r.name, "threads": r.threads,
+                    "result": r.result.as_ref().map_or_else(|e| json!({"error": e}), Clone::clone),
+                    "modularity": r.modularity, "nmi": r.nmi,
+                })
+            })
+            .collect();
+        if let Err(e) = std::fs::write(path, serde_json::to_string_pretty(&all).unwrap_or_default())
+        {
+            eprintln!("{path}: {e}");
+        }
+    }
+    0
+}
