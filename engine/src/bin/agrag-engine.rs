@@ -171,9 +171,14 @@ fn snippet(text: &str, n: usize) -> String {
 }
 
 fn print_themes(engine: &Engine, a: &ThemeAnswer) -> CmdResult {
-    let state = a
-        .index_state
-        .map_or("null".to_owned(), |s| format!("{s:?}").to_lowercase());
+    let state = match a.index_state {
+        Some(s) => serde_json::to_value(s)
+            .map_err(work)?
+            .as_str()
+            .unwrap_or("?")
+            .to_owned(),
+        None => "null".to_owned(),
+    };
     println!(
         "status: {}  truncated: {}  index_state: {}  run: {}",
         serde_json::to_value(a.status)
