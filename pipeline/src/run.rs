@@ -398,6 +398,19 @@ fn run_in_pool(cfg: &RunConfig) -> Result<RunSummary> {
         .into_iter()
         .flatten()
         .collect();
+    let doc_texts: Vec<String> = corpus
+        .documents
+        .iter()
+        .map(|d| format!("{}\n{}", d.title, d.passages.join("\n")))
+        .collect();
+    let doc_refs: Vec<&str> = doc_texts.iter().map(String::as_str).collect();
+    let document_embeddings: Vec<Vec<f32>> = doc_refs
+        .par_chunks(32)
+        .map(|chunk| cfg.embedder.embed_batch(chunk))
+        .collect::<agrag_engine::Result<Vec<_>>>()?
+        .into_iter()
+        .flatten()
+        .collect();
     let identity = cfg.embedder.identity().clone();
     phases.finish(
         "embed",
@@ -474,6 +487,7 @@ fn run_in_pool(cfg: &RunConfig) -> Result<RunSummary> {
         hierarchy: &hierarchy,
         reports: &reports,
         embeddings: &embeddings,
+        document_embeddings: &document_embeddings,
         embedder: identity,
     };
     publish(

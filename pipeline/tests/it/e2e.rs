@@ -72,7 +72,26 @@ fn run_publishes_a_valid_snapshot_and_answers() {
     let run_dir = layout.run_dir(&summary.run_id);
     let manifest = Manifest::read(&run_dir).unwrap();
     verify_run(&run_dir, &manifest, Verify::Checksums).unwrap();
-    assert_eq!(manifest.files.len(), 13, "{:?}", manifest.files);
+    for name in [
+        "documents.parquet",
+        "passages.parquet",
+        "concepts.parquet",
+        "concept_edges.parquet",
+        "document_concepts.parquet",
+        "entities.parquet",
+        "mentions.parquet",
+        "relationships.parquet",
+        "communities.parquet",
+        "membership.parquet",
+        "reports.parquet",
+        "report_embeddings.parquet",
+        "report_embeddings.arrow",
+        "document_embeddings.parquet",
+        "document_embeddings.arrow",
+        "text_index/meta.json",
+    ] {
+        assert!(manifest.file(name).is_some(), "manifest lacks {name}: {:?}", manifest.files);
+    }
     assert_eq!(manifest.embedder.model, "agrag-hash-v1");
     let snap = Snapshot::open_run(&run_dir).unwrap();
     assert_eq!(snap.document_keys.len(), 60);
