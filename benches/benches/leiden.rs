@@ -13,7 +13,10 @@ fn bench_leiden(c: &mut Criterion) {
         group.sample_size(10);
         group.throughput(Throughput::Elements(graph.num_edges() as u64));
         for threads in [1usize, 2] {
-            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap();
             for (name, config) in [
                 ("leiden", LeidenConfig::default()),
                 (
@@ -24,15 +27,21 @@ fn bench_leiden(c: &mut Criterion) {
                     },
                 ),
             ] {
-                group.bench_with_input(BenchmarkId::new(name, format!("{threads}t")), &graph, |b, g| {
-                    b.iter(|| pool.install(|| leiden(g, &config).unwrap()));
-                });
+                group.bench_with_input(
+                    BenchmarkId::new(name, format!("{threads}t")),
+                    &graph,
+                    |b, g| {
+                        b.iter(|| pool.install(|| leiden(g, &config).unwrap()));
+                    },
+                );
             }
             group.bench_with_input(
                 BenchmarkId::new("hierarchical", format!("{threads}t")),
                 &graph,
                 |b, g| {
-                    b.iter(|| pool.install(|| hierarchical_leiden(g, &LeidenConfig::default()).unwrap()));
+                    b.iter(|| {
+                        pool.install(|| hierarchical_leiden(g, &LeidenConfig::default()).unwrap())
+                    });
                 },
             );
         }

@@ -36,7 +36,12 @@ pub fn reset_peak_rss() -> bool {
 fn status_kib(key: &str) -> Option<u64> {
     let status = fs::read_to_string("/proc/self/status").ok()?;
     let line = status.lines().find(|l| l.starts_with(key))?;
-    line[key.len()..].trim().trim_end_matches("kB").trim().parse().ok()
+    line[key.len()..]
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .ok()
 }
 
 #[cfg(test)]

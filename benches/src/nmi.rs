@@ -25,9 +25,8 @@ pub fn nmi(a: &[u32], b: &[u32]) -> f64 {
         *ca.entry(x).or_default() += 1.0;
         *cb.entry(y).or_default() += 1.0;
     }
-    let entropy = |c: &HashMap<u32, f64>| -> f64 {
-        c.values().map(|&k| -(k / n) * (k / n).ln()).sum()
-    };
+    let entropy =
+        |c: &HashMap<u32, f64>| -> f64 { c.values().map(|&k| -(k / n) * (k / n).ln()).sum() };
     let (ha, hb) = (entropy(&ca), entropy(&cb));
     if ha + hb == 0.0 {
         return 1.0;
@@ -56,7 +55,9 @@ pub fn read_ground_truth(path: &Path, num_nodes: usize) -> Result<Vec<u32>, Stri
         let line = line.map_err(|e| format!("{}: {e}", path.display()))?;
         let line = line.split('#').next().unwrap_or("");
         let mut fields = line.split_whitespace();
-        let (Some(node), Some(label)) = (fields.next(), fields.next()) else { continue };
+        let (Some(node), Some(label)) = (fields.next(), fields.next()) else {
+            continue;
+        };
         let bad = || format!("{}:{}: expected `node community`", path.display(), i + 1);
         let node: usize = node.parse().map_err(|_| bad())?;
         let label: u32 = label.parse().map_err(|_| bad())?;
@@ -64,7 +65,11 @@ pub fn read_ground_truth(path: &Path, num_nodes: usize) -> Result<Vec<u32>, Stri
             labels[node] = label;
         }
     }
-    let mut next = labels.iter().filter(|&&l| l != u32::MAX).max().map_or(0, |m| m + 1);
+    let mut next = labels
+        .iter()
+        .filter(|&&l| l != u32::MAX)
+        .max()
+        .map_or(0, |m| m + 1);
     for l in &mut labels {
         if *l == u32::MAX {
             *l = next;

@@ -59,10 +59,18 @@ fn workspace() -> PathBuf {
 
 /// `--child IMPL --edges FILE --out FILE --threads N`: one measurement, one JSON line.
 fn child(args: &[String]) -> i32 {
+    if std::env::var_os("RUST_LOG").is_some() {
+        tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+            .with_writer(std::io::stderr)
+            .init();
+    }
     let which = args.first().cloned().unwrap_or_default();
     let edges = PathBuf::from(arg(args, "--edges").unwrap_or_default());
     let out = PathBuf::from(arg(args, "--out").unwrap_or_default());
-    let threads: usize = arg(args, "--threads").and_then(|t| t.parse().ok()).unwrap_or(1);
+    let threads: usize = arg(args, "--threads")
+        .and_then(|t| t.parse().ok())
+        .unwrap_or(1);
     let graph = match read_edge_list(&edges) {
         Ok(g) => g,
         Err(e) => {
@@ -70,7 +78,10 @@ fn child(args: &[String]) -> i32 {
             return 2;
         }
     };
-    let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().expect("pool");
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .expect("pool");
     let result = if which == "graphrs-louvain" {
         run_graphrs(&graph, &pool)
     } else {
@@ -85,7 +96,11 @@ fn child(args: &[String]) -> i32 {
         eprintln!("{}: {e}", out.display());
         return 1;
     }
-    let communities = membership.iter().copied().max().map_or(0, |m| m as usize + 1);
+    let communities = membership
+        .iter()
+        .copied()
+        .max()
+        .map_or(0, |m| m as usize + 1);
     let line = json!({
         "peer": which,
         "version": env!("CARGO_PKG_VERSION"),
@@ -118,7 +133,9 @@ fn run_ours(which: &str, graph: &Graph, pool: &rayon::ThreadPool) -> Option<Meas
     let cpu0 = cpu_seconds().unwrap_or(0.0);
     let t0 = Instant::now();
     let (membership, extra) = if which == "agrag-hierarchical" {
-        let h = pool.install(|| hierarchical_leiden(graph, &config)).expect("valid config");
+        let h = pool
+            .install(|| hierarchical_leiden(graph, &config))
+            .expect("valid config");
         // Report the level-0 (coarsest) partition; the hierarchy's shape goes in `extra`.
         let mut m = vec![0u32; graph.num_nodes()];
         for c in h.level(0) {
@@ -126,9 +143,14 @@ fn run_ours(which: &str, graph: &Graph, pool: &rayon::ThreadPool) -> Option<Meas
                 m[v as usize] = c.id;
             }
         }
-        (m, json!({"levels": h.num_levels(), "communities": h.stats.communities, "leaves": h.stats.leaves}))
+        (
+            m,
+            json!({"levels": h.num_levels(), "communities": h.stats.communities, "leaves": h.stats.leaves}),
+        )
     } else {
-        let p = pool.install(|| leiden(graph, &config)).expect("valid config");
+        let p = pool
+            .install(|| leiden(graph, &config))
+            .expect("valid config");
         (p.membership, json!({"iterations": p.iterations}))
     };
     let wall = t0.elapsed().as_secs_f64();
@@ -156,7 +178,15 @@ fn run_graphrs(graph: &Graph, pool: &rayon::ThreadPool) -> Option<Measured> {
     let cpu0 = cpu_seconds().unwrap_or(0.0);
     let t0 = Instant::now();
     let communities = pool
-        .install(|| graphrs::algorithms::community::louvain::louvain_communities(&g, true, None, None, Some(42)))
+        .install(|| {
+            graphrs::algorithms::community::louvain::louvain_communities(
+                &g,
+                true,
+                None,
+                None,
+                Some(42),
+            )
+        })
         .expect("graphrs louvain");
     let wall = t0.elapsed().as_secs_f64();
     let cpu = cpu_seconds().unwrap_or(0.0) - cpu0;
@@ -174,7 +204,15 @@ fn run_graphrs(graph: &Graph, pool: &rayon::ThreadPool) -> Option<Measured> {
             next += 1;
         }
     }
-    Some((membership, wall, cpu, peak_load, peak_algo, reset, json!({})))
+    Some((
+        membership,
+        wall,
+        cpu,
+        peak_load,
+        peak_algo,
+        reset,
+        json!({}),
+    ))
 }
 
 /// Runs `cmd` with a timeout; returns its stdout, or an error text.
@@ -199,7 +237,10 @@ fn run_with_timeout(mut cmd: Command, timeout: Duration) -> Result<String, Strin
                 return if status.success() {
                     Ok(out)
                 } else {
-                    Err(format!("exit {status}: {}", err.lines().last().unwrap_or("")))
+                    Err(format!(
+                        "exit {status}: {}",
+                        err.lines().last().unwrap_or("")
+                    ))
                 };
             }
             Ok(None) if start.elapsed() > timeout => {
@@ -253,7 +294,11 @@ fn parent(args: &[String]) -> i32 {
     let python = arg(args, "--python")
         .map(PathBuf::from)
         .unwrap_or_else(|| workspace().join("benches/.venv/bin/python"));
-    let timeout = Duration::from_secs(arg(args, "--timeout").and_then(|t| t.parse().ok()).unwrap_or(900));
+    let timeout = Duration::from_secs(
+        arg(args, "--timeout")
+            .and_then(|t| t.parse().ok())
+            .unwrap_or(900),
+    );
     let peer_script = workspace().join("benches/peers/run_peer.py");
     let me = std::env::current_exe().expect("current exe");
     let tmp = std::env::temp_dir().join(format!("leiden-compare-{}", std::process::id()));
@@ -319,7 +364,8 @@ fn parent(args: &[String]) -> i32 {
             eprintln!("  running {which} ({threads} thread(s)) ...");
             let result = run_with_timeout(cmd, timeout).and_then(|stdout| {
                 let line = stdout.lines().last().unwrap_or("").to_string();
-                serde_json::from_str::<Value>(&line).map_err(|e| format!("bad output {line:?}: {e}"))
+                serde_json::from_str::<Value>(&line)
+                    .map_err(|e| format!("bad output {line:?}: {e}"))
             });
             let (mut modularity_value, mut nmi_value) = (None, None);
             let result = match result {
@@ -335,7 +381,11 @@ fn parent(args: &[String]) -> i32 {
                         nmi_value = truth.as_ref().map(|t| nmi(t, &membership));
                         Ok(v)
                     } else {
-                        Err(format!("membership has {} entries, expected {}", membership.len(), graph.num_nodes()))
+                        Err(format!(
+                            "membership has {} entries, expected {}",
+                            membership.len(),
+                            graph.num_nodes()
+                        ))
                     }
                 }
                 Err(e) => Err(e),
@@ -355,9 +405,14 @@ fn parent(args: &[String]) -> i32 {
     }
     let _ = std::fs::remove_dir_all(&tmp);
 
-    println!("| graph | implementation | threads | wall s | CPU s | peak RSS MiB | algo RSS MiB | communities | modularity | NMI |");
+    println!(
+        "| graph | implementation | threads | wall s | CPU s | peak RSS MiB | algo RSS MiB | communities | modularity | NMI |"
+    );
     println!("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|");
-    let mib = |v: &Value| v.as_f64().map_or("–".to_string(), |b| format!("{:.0}", b / 1048576.0));
+    let mib = |v: &Value| {
+        v.as_f64()
+            .map_or("–".to_string(), |b| format!("{:.0}", b / 1048576.0))
+    };
     for r in &rows {
         match &r.result {
             Ok(v) => println!(
@@ -373,7 +428,10 @@ fn parent(args: &[String]) -> i32 {
                 r.modularity.unwrap_or(f64::NAN),
                 r.nmi.map_or("–".to_string(), |x| format!("{x:.3}")),
             ),
-            Err(e) => println!("| {} | {} | {} | {e} | | | | | | |", r.graph, r.name, r.threads),
+            Err(e) => println!(
+                "| {} | {} | {} | {e} | | | | | | |",
+                r.graph, r.name, r.threads
+            ),
         }
     }
     // Targets: vs igraph, 2 vs 1 thread, memory.
@@ -383,10 +441,21 @@ fn parent(args: &[String]) -> i32 {
             rows.iter()
                 .find(|r| &r.graph == name && r.name == n && r.threads == t && r.result.is_ok())
         };
-        let wall = |r: &Row| r.result.as_ref().ok().and_then(|v| v["wall_s"].as_f64()).unwrap_or(f64::NAN);
+        let wall = |r: &Row| {
+            r.result
+                .as_ref()
+                .ok()
+                .and_then(|v| v["wall_s"].as_f64())
+                .unwrap_or(f64::NAN)
+        };
         if let (Some(two), Some(one)) = (find("agrag-leiden", 2), find("agrag-leiden", 1)) {
             let limit = 2.0 * *bytes as f64 + 64.0 * 1048576.0;
-            let peak = two.result.as_ref().ok().and_then(|v| v["peak_rss_bytes"].as_f64()).unwrap_or(f64::NAN);
+            let peak = two
+                .result
+                .as_ref()
+                .ok()
+                .and_then(|v| v["peak_rss_bytes"].as_f64())
+                .unwrap_or(f64::NAN);
             print!(
                 "- {name}: 2 threads {:.2}x faster than 1 thread; peak RSS {:.0} MiB vs limit 2 x CSR + 64 MiB = {:.0} MiB",
                 wall(one) / wall(two),
@@ -415,7 +484,8 @@ fn parent(args: &[String]) -> i32 {
                 })
             })
             .collect();
-        if let Err(e) = std::fs::write(path, serde_json::to_string_pretty(&all).unwrap_or_default()) {
+        if let Err(e) = std::fs::write(path, serde_json::to_string_pretty(&all).unwrap_or_default())
+        {
             eprintln!("{path}: {e}");
         }
     }

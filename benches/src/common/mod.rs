@@ -45,7 +45,8 @@ pub fn planted_partition(
     let mut rng = XorShift::new(seed);
     let block_size = num_nodes.div_ceil(num_blocks);
     let truth: Vec<u32> = (0..num_nodes).map(|v| v / block_size).collect();
-    let mut edges = Vec::with_capacity((num_nodes * (internal_degree + external_degree) / 2) as usize);
+    let mut edges =
+        Vec::with_capacity((num_nodes * (internal_degree + external_degree) / 2) as usize);
     for v in 0..num_nodes {
         let start = truth[v as usize] * block_size;
         let end = (start + block_size).min(num_nodes);

@@ -180,6 +180,11 @@ impl Graph {
         (&self.targets[start..end], &self.weights[start..end])
     }
 
+    /// Number of stored half-edges (`2·|E|` minus self-loops): the length of all rows together.
+    pub fn row_count_total(&self) -> usize {
+        self.targets.len()
+    }
+
     /// Number of neighbors of `u` other than `u` itself.
     ///
     /// # Panics

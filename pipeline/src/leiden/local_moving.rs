@@ -1,9 +1,10 @@
 //! Fast local moving (Traag, Waltman & van Eck 2019, Algorithm A.2 `MoveNodesFast`), parallel and
 //! deterministic.
 //!
-//! The queue of unstable nodes is a flag per node swept in a fixed random order: a node is
-//! processed when its flag is set and it is reached, and a node that moves sets the flags of its
-//! neighbors outside its new community (those behind the sweep are processed in the next sweep).
+//! The queue of unstable nodes is a flag per node swept in a seeded random order of blocks of
+//! consecutive nodes ([`visit_order`]: random like the paper's order, local like a sequential
+//! sweep): a node is processed when its flag is set and it is reached, and a node that moves sets the flags of its neighbors outside its
+//! new community (those behind the sweep are processed in the next sweep).
 //!
 //! Parallelism without scheduling dependence: the nodes taken from the queue are cut into batches
 //! of a size that depends only on the graph. Within a batch, every node chooses its best community
@@ -18,6 +19,7 @@ use std::cell::RefCell;
 use rayon::prelude::*;
 
 use super::rng::{Purpose, Stream};
+
 use crate::graph::Graph;
 
 /// Target meaning "a new, empty community".
@@ -44,6 +46,12 @@ pub(crate) struct MoveOutcome {
     pub moves: usize,
     /// Sum of the applied raw-quality gains.
     pub gain: f64,
+    /// Nodes evaluated (taken from the queue).
+    pub evaluations: usize,
+    /// Chosen moves dropped by the re-check against the current state.
+    pub rejected: usize,
+    /// Sweeps over the node order.
+    pub sweeps: usize,
 }
 
 /// Batch size for `n` nodes: small graphs are processed strictly sequentially (batches of one).
@@ -107,10 +115,46 @@ pub(crate) fn with_accumulator<R>(n: usize, f: impl FnOnce(&mut Accumulator) -> 
     })
 }
 
+/// Nodes per block of [`visit_order`].
+const ORDER_BLOCK: usize = 64;
+
+/// A random visiting order that keeps memory locality: the nodes are cut into blocks of
+/// [`ORDER_BLOCK`] consecutive ids; the blocks are visited in random order and the nodes of a
+/// block in random order. The rows of one block are a few kilobytes of the CSR, so the order costs
+/// little over a sequential sweep while giving the local optima of a random one.
+pub(crate) fn visit_order(n: usize, seed: u64, stream: &[u64]) -> Vec<u32> {
+    let mut rng = Stream::new(seed, Purpose::MoveOrder, stream);
+    let num_blocks = n.div_ceil(ORDER_BLOCK);
+    let mut blocks: Vec<u32> = (0..num_blocks as u32).collect();
+    rng.shuffle(&mut blocks);
+    let mut order = Vec::with_capacity(n);
+    for b in blocks {
+        let start = b as usize * ORDER_BLOCK;
+        let end = (start + ORDER_BLOCK).min(n);
+        let first = order.len();
+        order.extend(start as u32..end as u32);
+        rng.shuffle(&mut order[first..]);
+    }
+    order
+}
+
+/// A node's choice against the frozen state of its batch.
+#[derive(Debug, Clone, Copy)]
+struct Decision {
+    /// Chosen community; the node's own label when it stays; [`EMPTY`] for a new community.
+    target: u32,
+    /// Weight from the node to `target` (0 for [`EMPTY`]).
+    w_target: f64,
+    /// Weight from the node to the rest of its own community.
+    w_own: f64,
+    /// Total weight of the node's row.
+    row_weight: f64,
+}
+
 /// Moves nodes of `level` between communities until no move improves the quality.
 ///
-/// `membership` holds labels in `0..n` on entry and on exit (not necessarily dense). The seed and
-/// `stream` path select the random node order.
+/// `membership` holds labels in `0..n` on entry and on exit (not necessarily dense). The visiting
+/// order is drawn from the stream `(seed, stream)` by [`visit_order`].
 pub(crate) fn move_nodes(
     level: Level<'_>,
     membership: &mut [u32],
@@ -133,15 +177,16 @@ pub(crate) fn move_nodes(
         .rev()
         .filter(|&c| sizes[c as usize] == 0)
         .collect();
-
-    let mut order: Vec<u32> = (0..n as u32).collect();
-    Stream::new(seed, Purpose::MoveOrder, stream).shuffle(&mut order);
+    let order = visit_order(n, seed, stream);
     let mut active = vec![true; n];
+    // `stamp[u] == batch_no`: a neighbor of `u` moved earlier in the current batch, so the weights
+    // `u` saw at decision time may be stale.
+    let mut stamp = vec![0u32; n];
+    let mut batch_no = 0u32;
 
     let batch_len = batch_size(n);
     let mut batch: Vec<u32> = Vec::with_capacity(batch_len);
-    let mut decisions: Vec<u32> = Vec::with_capacity(batch_len);
-    let mut moved: Vec<u32> = Vec::with_capacity(batch_len);
+    let mut decisions: Vec<Decision> = Vec::with_capacity(batch_len);
     let mut outcome = MoveOutcome::default();
 
     loop {
@@ -165,11 +210,13 @@ pub(crate) fn move_nodes(
                 continue;
             }
             any = true;
+            outcome.evaluations += batch.len();
+            batch_no = batch_no.wrapping_add(1).max(1);
             // Decide against the frozen state.
             {
                 let memb: &[u32] = membership;
                 let totals: &[f64] = &totals;
-                let decide = |v: &u32| -> u32 {
+                let decide = |v: &u32| -> Decision {
                     with_accumulator(n, |acc| best_community(level, memb, totals, *v, acc))
                 };
                 if work >= PARALLEL_MIN_WORK {
@@ -183,26 +230,33 @@ pub(crate) fn move_nodes(
                     decisions.extend(batch.iter().map(decide));
                 }
             }
-            // Apply in queue order, each move re-checked against the current state.
-            moved.clear();
-            for (&v, &target) in batch.iter().zip(&decisions) {
+            // Apply in order, each move re-checked against the current state: the weights seen
+            // at decision time are exact unless a neighbor moved earlier in this batch (then the
+            // row is read again); community totals are always current.
+            for (&v, d) in batch.iter().zip(&decisions) {
                 let own = membership[v as usize];
+                let target = d.target;
                 if target == own {
                     continue;
                 }
                 let s = node_weights[v as usize];
                 let (ts, ws) = graph.row(v);
-                let (mut w_own, mut w_target, mut row_weight) = (0.0, 0.0, 0.0);
-                for (&u, &w) in ts.iter().zip(ws) {
-                    let c = membership[u as usize];
-                    if c == own {
-                        w_own += w;
+                let (w_own, w_target, row_weight) = if stamp[v as usize] == batch_no {
+                    let (mut w_own, mut w_target, mut row_weight) = (0.0, 0.0, 0.0);
+                    for (&u, &w) in ts.iter().zip(ws) {
+                        let c = membership[u as usize];
+                        if c == own {
+                            w_own += w;
+                        }
+                        if c == target {
+                            w_target += w;
+                        }
+                        row_weight += w;
                     }
-                    if c == target {
-                        w_target += w;
-                    }
-                    row_weight += w;
-                }
+                    (w_own, w_target, row_weight)
+                } else {
+                    (d.w_own, d.w_target, d.row_weight)
+                };
                 let stay = w_own - lambda * s * (totals[own as usize] - s);
                 let (to, go) = if target == EMPTY {
                     match free.last() {
@@ -211,12 +265,14 @@ pub(crate) fn move_nodes(
                     }
                 } else if sizes[target as usize] == 0 {
                     // Its members all left during this batch; the label is on the free list.
+                    outcome.rejected += 1;
                     active[v as usize] = true;
                     continue;
                 } else {
                     (target, w_target - lambda * s * totals[target as usize])
                 };
                 if !improves(go, stay, row_weight) {
+                    outcome.rejected += 1;
                     active[v as usize] = true;
                     continue;
                 }
@@ -234,13 +290,10 @@ pub(crate) fn move_nodes(
                 totals[to as usize] += s;
                 sizes[to as usize] += 1;
                 membership[v as usize] = to;
-                moved.push(v);
-            }
-            // Queue the neighbors that the moves may have destabilised.
-            for &v in &moved {
-                let c = membership[v as usize];
-                for &u in graph.row(v).0 {
-                    if membership[u as usize] != c {
+                // Queue the neighbors the move may have destabilised; flag their weights stale.
+                for &u in ts {
+                    stamp[u as usize] = batch_no;
+                    if membership[u as usize] != to {
                         active[u as usize] = true;
                     }
                 }
@@ -249,6 +302,7 @@ pub(crate) fn move_nodes(
         if !any {
             break;
         }
+        outcome.sweeps += 1;
     }
     outcome
 }
@@ -262,7 +316,7 @@ fn best_community(
     totals: &[f64],
     v: u32,
     acc: &mut Accumulator,
-) -> u32 {
+) -> Decision {
     let own = membership[v as usize];
     let s = level.node_weights[v as usize];
     let lambda = level.lambda;
@@ -272,25 +326,34 @@ fn best_community(
         acc.add(membership[u as usize], w);
         row_weight += w;
     }
-    let stay = acc.weights[own as usize] - lambda * s * (totals[own as usize] - s);
-    let (mut best, mut best_gain) = (own, stay);
+    let w_own = acc.weights[own as usize];
+    let stay = w_own - lambda * s * (totals[own as usize] - s);
+    let (mut best, mut best_gain, mut best_w) = (own, stay, w_own);
     for &c in &acc.touched {
         if c != own {
-            let gain = acc.weights[c as usize] - lambda * s * totals[c as usize];
+            let w = acc.weights[c as usize];
+            let gain = w - lambda * s * totals[c as usize];
             if gain > best_gain {
                 best = c;
                 best_gain = gain;
+                best_w = w;
             }
         }
     }
     acc.clear();
-    if improves(0.0, best_gain, row_weight) && improves(0.0, stay, row_weight) {
-        return EMPTY;
-    }
-    if best != own && improves(best_gain, stay, row_weight) {
+    let target = if improves(0.0, best_gain, row_weight) && improves(0.0, stay, row_weight) {
+        best_w = 0.0;
+        EMPTY
+    } else if best != own && improves(best_gain, stay, row_weight) {
         best
     } else {
         own
+    };
+    Decision {
+        target,
+        w_target: best_w,
+        w_own,
+        row_weight,
     }
 }
 
@@ -325,7 +388,7 @@ mod tests {
         };
         let mut memb: Vec<u32> = (0..g.num_nodes() as u32).collect();
         let before = raw_quality(&g, &memb, &degrees, lambda);
-        let out = move_nodes(level, &mut memb, 3, &[0]);
+        let out = move_nodes(level, &mut memb, 1, &[]);
         let after = raw_quality(&g, &memb, &degrees, lambda);
         assert!(out.moves > 0);
         assert!(
@@ -334,7 +397,7 @@ mod tests {
             out.gain
         );
         // A local optimum: one more phase moves nothing.
-        let again = move_nodes(level, &mut memb, 4, &[1]);
+        let again = move_nodes(level, &mut memb, 1, &[]);
         assert_eq!(again.moves, 0);
     }
 

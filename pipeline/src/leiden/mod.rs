@@ -149,7 +149,9 @@ pub struct LeidenConfig {
     /// Seed of every random choice (node orders, refinement draws, sub-runs of the hierarchy).
     /// Default: `0xDEADBEEF` (GraphRAG's default seed).
     pub seed: u64,
-    /// Upper bound on Leiden iterations per run, `>= 1`. Default: `10`.
+    /// Upper bound on Leiden iterations per run, `>= 1`. Default: `2`, as igraph's
+    /// `community_leiden(n_iterations=2)`: the second iteration adds about 1% of modularity on
+    /// collaboration graphs, later ones about 0.1% each at the same cost as the second.
     pub max_iterations: usize,
     /// A run stops after an iteration that raises the quality (modularity or CPM units) by no
     /// more than this, `>= 0`. Default: `1e-4`.
@@ -172,7 +174,7 @@ impl Default for LeidenConfig {
             resolution: 1.0,
             randomness: 0.01,
             seed: 0xDEAD_BEEF,
-            max_iterations: 10,
+            max_iterations: 2,
             tolerance: 1e-4,
             max_cluster_size: 10,
             max_levels: 10,
@@ -364,11 +366,27 @@ fn iterate(
             node_weights: &weights,
             lambda,
         };
-        gain += move_nodes(level, &mut p, config.seed, &[iteration, depth]).gain;
+        let t0 = std::time::Instant::now();
+        let moved = move_nodes(level, &mut p, config.seed, &[iteration, depth]);
+        gain += moved.gain;
         let k = renumber(&mut p);
+        tracing::debug!(
+            iteration,
+            depth,
+            nodes = g.num_nodes(),
+            half_edges = g.row_count_total(),
+            moves = moved.moves,
+            evaluations = moved.evaluations,
+            rejected = moved.rejected,
+            sweeps = moved.sweeps,
+            communities = k,
+            seconds = t0.elapsed().as_secs_f64(),
+            "leiden: local moving"
+        );
         if k == g.num_nodes() {
             break;
         }
+        let t1 = std::time::Instant::now();
         let (labels, n_next) = match config.algorithm {
             Algorithm::Leiden => {
                 let mut r = refine::refine(
@@ -395,7 +413,14 @@ fn iterate(
             next_p[a as usize] = p[v];
             next_weights[a as usize] += weights[v];
         }
+        let t2 = std::time::Instant::now();
         let next_graph = aggregate(g, &labels, n_next);
+        tracing::debug!(
+            refined = n_next,
+            refine_seconds = (t2 - t1).as_secs_f64(),
+            aggregate_seconds = t2.elapsed().as_secs_f64(),
+            "leiden: refinement and aggregation"
+        );
         to_current = Some(match to_current {
             None => labels,
             Some(t) => t.par_iter().map(|&a| labels[a as usize]).collect(),
