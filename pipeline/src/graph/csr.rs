@@ -113,8 +113,10 @@ impl Graph {
         Ok(builder.finish())
     }
 
-    /// Builds a graph from already validated parts; rows must be sorted, duplicate-free, without
-    /// self-loops, symmetric, and weights finite and `> 0`. Degrees and totals are derived.
+    /// Builds a graph from already validated parts; rows must be duplicate-free, without
+    /// self-loops, symmetric, and weights finite and `> 0`. Rows should be sorted: only the
+    /// internal aggregate graphs of the optimiser, which are never handed out, leave them unsorted.
+    /// Degrees and totals are derived.
     pub(crate) fn from_csr_parts(
         offsets: Vec<usize>,
         targets: Vec<u32>,

@@ -16,6 +16,8 @@
 
 use std::cell::RefCell;
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use rayon::prelude::*;
 
 use super::rng::{Purpose, Stream};
@@ -66,15 +68,43 @@ pub(crate) fn improves(candidate: f64, stay: f64, row_weight: f64) -> bool {
     candidate > stay + 1e-12 * (row_weight + stay.abs())
 }
 
-/// Per-thread dense accumulator of weights per community; all zeros between uses.
-#[derive(Default)]
+/// Slots of the small table of an [`Accumulator`] (a power of two).
+const SMALL_SLOTS: usize = 256;
+/// Most distinct labels the small table takes (load factor 1/2).
+pub(crate) const SMALL_MAX: usize = SMALL_SLOTS / 2;
+
+/// Per-thread accumulator of weights per label, in one of two modes chosen per use by
+/// [`Accumulator::begin`]: a small open-addressing table (a few kilobytes, stays in L1) when at
+/// most [`SMALL_MAX`] additions are coming, else a dense array indexed by label (which costs a
+/// cache miss per addition on large graphs). Both modes list the labels in order of first addition
+/// and sum in addition order, so they give bit-identical results. Empty between uses.
 pub(crate) struct Accumulator {
+    /// Dense mode: weight per label, zero when untouched.
     pub weights: Vec<f64>,
+    /// Labels in order of first addition.
     pub touched: Vec<u32>,
+    /// Small mode: keys (`u32::MAX` when free), values, and the slot of each touched label.
+    keys: Box<[u32]>,
+    values: Box<[f64]>,
+    slots: Vec<u16>,
+    small: bool,
+}
+
+impl Default for Accumulator {
+    fn default() -> Self {
+        Accumulator {
+            weights: Vec::new(),
+            touched: Vec::new(),
+            keys: vec![u32::MAX; SMALL_SLOTS].into_boxed_slice(),
+            values: vec![0.0; SMALL_SLOTS].into_boxed_slice(),
+            slots: Vec::with_capacity(SMALL_MAX),
+            small: false,
+        }
+    }
 }
 
 impl Accumulator {
-    /// Makes room for labels `0..n`.
+    /// Makes room for labels `0..n` (dense mode).
     #[inline]
     pub(crate) fn ensure(&mut self, n: usize) {
         if self.weights.len() < n {
@@ -82,9 +112,38 @@ impl Accumulator {
         }
     }
 
-    /// Adds `w` to label `c`.
+    /// Starts a use with at most `additions` calls of [`Accumulator::add`] to come.
+    #[inline]
+    pub(crate) fn begin(&mut self, additions: usize) {
+        self.small = additions <= SMALL_MAX;
+    }
+
+    #[inline]
+    fn slot_of(c: u32) -> usize {
+        (c.wrapping_mul(0x9e37_79b1) >> 24) as usize
+    }
+
+    /// Adds `w` (`> 0`) to label `c`.
     #[inline]
     pub(crate) fn add(&mut self, c: u32, w: f64) {
+        if self.small {
+            let mut i = Self::slot_of(c);
+            loop {
+                let k = self.keys[i];
+                if k == c {
+                    self.values[i] += w;
+                    return;
+                }
+                if k == u32::MAX {
+                    self.keys[i] = c;
+                    self.values[i] = w;
+                    self.touched.push(c);
+                    self.slots.push(i as u16);
+                    return;
+                }
+                i = (i + 1) & (SMALL_SLOTS - 1);
+            }
+        }
         let slot = &mut self.weights[c as usize];
         if *slot == 0.0 {
             self.touched.push(c);
@@ -92,13 +151,50 @@ impl Accumulator {
         *slot += w;
     }
 
-    /// Zeroes the touched labels.
+    /// The weight accumulated for label `c` (0 when untouched).
+    #[inline]
+    pub(crate) fn get(&self, c: u32) -> f64 {
+        if self.small {
+            let mut i = Self::slot_of(c);
+            loop {
+                let k = self.keys[i];
+                if k == c {
+                    return self.values[i];
+                }
+                if k == u32::MAX {
+                    return 0.0;
+                }
+                i = (i + 1) & (SMALL_SLOTS - 1);
+            }
+        }
+        self.weights[c as usize]
+    }
+
+    /// The weight of the `i`-th touched label.
+    #[inline]
+    pub(crate) fn value_at(&self, i: usize) -> f64 {
+        if self.small {
+            self.values[self.slots[i] as usize]
+        } else {
+            self.weights[self.touched[i] as usize]
+        }
+    }
+
+    /// Empties the accumulator.
     #[inline]
     pub(crate) fn clear(&mut self) {
-        for &c in &self.touched {
-            self.weights[c as usize] = 0.0;
+        if self.small {
+            for &i in &self.slots {
+                self.keys[i as usize] = u32::MAX;
+            }
+            self.slots.clear();
+        } else {
+            for &c in &self.touched {
+                self.weights[c as usize] = 0.0;
+            }
         }
         self.touched.clear();
+        self.small = false;
     }
 }
 
@@ -149,6 +245,8 @@ struct Decision {
     w_own: f64,
     /// Total weight of the node's row.
     row_weight: f64,
+    /// Whether a neighbor is in the same batch (its move could make the weights stale).
+    may_be_stale: bool,
 }
 
 /// Moves nodes of `level` between communities until no move improves the quality.
@@ -178,11 +276,13 @@ pub(crate) fn move_nodes(
         .filter(|&c| sizes[c as usize] == 0)
         .collect();
     let order = visit_order(n, seed, stream);
-    let mut active = vec![true; n];
-    // `stamp[u] == batch_no`: a neighbor of `u` moved earlier in the current batch, so the weights
-    // `u` saw at decision time may be stale.
-    let mut stamp = vec![0u32; n];
-    let mut batch_no = 0u32;
+    // The queue. Atomic so that the neighbors of the moved nodes can be queued in parallel; every
+    // store writes `true`, so the outcome does not depend on their order.
+    let active: Vec<AtomicBool> = (0..n).map(|_| AtomicBool::new(true)).collect();
+    // Bit set of the nodes of the current batch: a node none of whose neighbors is in its batch
+    // cannot see its weights change before its decision is applied.
+    let mut in_batch = vec![0u64; n.div_ceil(64)];
+    let mut moved: Vec<u32> = Vec::with_capacity(batch_size(n));
 
     let batch_len = batch_size(n);
     let mut batch: Vec<u32> = Vec::with_capacity(batch_len);
@@ -198,8 +298,7 @@ pub(crate) fn move_nodes(
             while pos < n && batch.len() < batch_len {
                 let v = order[pos];
                 pos += 1;
-                if active[v as usize] {
-                    active[v as usize] = false;
+                if active[v as usize].swap(false, Ordering::Relaxed) {
                     if graph.degree(v) > 0 {
                         batch.push(v);
                         work += graph.degree(v);
@@ -211,13 +310,18 @@ pub(crate) fn move_nodes(
             }
             any = true;
             outcome.evaluations += batch.len();
-            batch_no = batch_no.wrapping_add(1).max(1);
+            for &v in &batch {
+                in_batch[v as usize / 64] |= 1 << (v % 64);
+            }
             // Decide against the frozen state.
             {
                 let memb: &[u32] = membership;
                 let totals: &[f64] = &totals;
+                let in_batch: &[u64] = &in_batch;
                 let decide = |v: &u32| -> Decision {
-                    with_accumulator(n, |acc| best_community(level, memb, totals, *v, acc))
+                    with_accumulator(n, |acc| {
+                        best_community(level, memb, totals, in_batch, *v, acc)
+                    })
                 };
                 if work >= PARALLEL_MIN_WORK {
                     batch
@@ -231,8 +335,9 @@ pub(crate) fn move_nodes(
                 }
             }
             // Apply in order, each move re-checked against the current state: the weights seen
-            // at decision time are exact unless a neighbor moved earlier in this batch (then the
-            // row is read again); community totals are always current.
+            // at decision time are exact unless a neighbor is in the same batch (then the row is
+            // read again); community totals are always current.
+            moved.clear();
             for (&v, d) in batch.iter().zip(&decisions) {
                 let own = membership[v as usize];
                 let target = d.target;
@@ -241,7 +346,7 @@ pub(crate) fn move_nodes(
                 }
                 let s = node_weights[v as usize];
                 let (ts, ws) = graph.row(v);
-                let (w_own, w_target, row_weight) = if stamp[v as usize] == batch_no {
+                let (w_own, w_target, row_weight) = if d.may_be_stale {
                     let (mut w_own, mut w_target, mut row_weight) = (0.0, 0.0, 0.0);
                     for (&u, &w) in ts.iter().zip(ws) {
                         let c = membership[u as usize];
@@ -266,14 +371,14 @@ pub(crate) fn move_nodes(
                 } else if sizes[target as usize] == 0 {
                     // Its members all left during this batch; the label is on the free list.
                     outcome.rejected += 1;
-                    active[v as usize] = true;
+                    active[v as usize].store(true, Ordering::Relaxed);
                     continue;
                 } else {
                     (target, w_target - lambda * s * totals[target as usize])
                 };
                 if !improves(go, stay, row_weight) {
                     outcome.rejected += 1;
-                    active[v as usize] = true;
+                    active[v as usize].store(true, Ordering::Relaxed);
                     continue;
                 }
                 if target == EMPTY {
@@ -290,13 +395,26 @@ pub(crate) fn move_nodes(
                 totals[to as usize] += s;
                 sizes[to as usize] += 1;
                 membership[v as usize] = to;
-                // Queue the neighbors the move may have destabilised; flag their weights stale.
-                for &u in ts {
-                    stamp[u as usize] = batch_no;
-                    if membership[u as usize] != to {
-                        active[u as usize] = true;
+                moved.push(v);
+            }
+            for &v in &batch {
+                in_batch[v as usize / 64] = 0;
+            }
+            // Queue the neighbors that the moves may have destabilised.
+            let memb: &[u32] = membership;
+            let queue = |&v: &u32| {
+                let c = memb[v as usize];
+                for &u in graph.row(v).0 {
+                    if memb[u as usize] != c {
+                        active[u as usize].store(true, Ordering::Relaxed);
                     }
                 }
+            };
+            let moved_work: usize = moved.iter().map(|&v| graph.degree(v)).sum();
+            if moved_work >= PARALLEL_MIN_WORK {
+                moved.par_iter().with_min_len(32).for_each(queue);
+            } else {
+                moved.iter().for_each(queue);
             }
         }
         if !any {
@@ -314,6 +432,7 @@ fn best_community(
     level: Level<'_>,
     membership: &[u32],
     totals: &[f64],
+    in_batch: &[u64],
     v: u32,
     acc: &mut Accumulator,
 ) -> Decision {
@@ -322,16 +441,19 @@ fn best_community(
     let lambda = level.lambda;
     let (ts, ws) = level.graph.row(v);
     let mut row_weight = 0.0;
+    acc.begin(ts.len());
+    let mut batch_bits = 0u64;
     for (&u, &w) in ts.iter().zip(ws) {
         acc.add(membership[u as usize], w);
         row_weight += w;
+        batch_bits |= in_batch[u as usize / 64] & (1 << (u % 64));
     }
-    let w_own = acc.weights[own as usize];
+    let w_own = acc.get(own);
     let stay = w_own - lambda * s * (totals[own as usize] - s);
     let (mut best, mut best_gain, mut best_w) = (own, stay, w_own);
-    for &c in &acc.touched {
+    for (i, &c) in acc.touched.iter().enumerate() {
         if c != own {
-            let w = acc.weights[c as usize];
+            let w = acc.value_at(i);
             let gain = w - lambda * s * totals[c as usize];
             if gain > best_gain {
                 best = c;
@@ -354,6 +476,7 @@ fn best_community(
         w_target: best_w,
         w_own,
         row_weight,
+        may_be_stale: batch_bits != 0,
     }
 }
 

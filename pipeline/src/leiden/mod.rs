@@ -309,9 +309,8 @@ pub(crate) fn run(graph: &Graph, config: &LeidenConfig) -> Partition {
     let mut membership: Vec<u32> = (0..n as u32).collect();
     let mut iterations = 0;
     if graph.num_edges() > 0 && n > 0 {
-        let mut raw = quality::raw_quality(graph, &membership, &node_weights, lambda);
         for it in 0..config.max_iterations {
-            let (mut next, _gain) = iterate(
+            let (mut next, gain) = iterate(
                 graph,
                 &node_weights,
                 lambda,
@@ -321,12 +320,11 @@ pub(crate) fn run(graph: &Graph, config: &LeidenConfig) -> Partition {
             );
             renumber(&mut next);
             iterations += 1;
-            let next_raw = quality::raw_quality(graph, &next, &node_weights, lambda);
+            // The incremental gain (checked against from-scratch quality by the tests) decides
+            // whether to go on; the quality is computed from scratch once, at the end.
             let changed = next != membership;
-            let gain = (next_raw - raw) * scale;
             membership = next;
-            raw = next_raw;
-            if !changed || gain <= config.tolerance {
+            if !changed || gain * scale <= config.tolerance {
                 break;
             }
         }
@@ -359,6 +357,7 @@ fn iterate(
     // Original node -> node of the current aggregate graph (None: identity).
     let mut to_current: Option<Vec<u32>> = None;
     let mut gain = 0.0;
+    let mut first_half_edges = 0;
     for depth in 0u64.. {
         let g = aggregate_graph.as_ref().unwrap_or(graph);
         let level = Level {
@@ -379,6 +378,7 @@ fn iterate(
             evaluations = moved.evaluations,
             rejected = moved.rejected,
             sweeps = moved.sweeps,
+            rss_mib = tmp_rss(),
             communities = k,
             seconds = t0.elapsed().as_secs_f64(),
             "leiden: local moving"
@@ -414,17 +414,34 @@ fn iterate(
             next_weights[a as usize] += weights[v];
         }
         let t2 = std::time::Instant::now();
-        let next_graph = aggregate(g, &labels, n_next);
+        let half_edges = g.row_count_total();
+        let to_next: Vec<u32> = match to_current.take() {
+            None => labels.clone(),
+            Some(t) => t.par_iter().map(|&a| labels[a as usize]).collect(),
+        };
+        // Memory: the peak is the original graph plus the first aggregate while it is built. A
+        // later aggregate graph that is more than half as large as the first (Leiden's aggregates
+        // keep most edges, refined communities being small) is dropped before the next one is
+        // built, from the original graph; a smaller one is aggregated directly (cheaper).
+        let next_graph = match aggregate_graph.take() {
+            None => aggregate(graph, &labels, n_next),
+            Some(current) if 2 * half_edges > first_half_edges => {
+                drop(current);
+                aggregate(graph, &to_next, n_next)
+            }
+            Some(current) => aggregate(&current, &labels, n_next),
+        };
+        if depth == 0 {
+            first_half_edges = next_graph.row_count_total();
+        }
         tracing::debug!(
+            rss_mib = tmp_rss(),
             refined = n_next,
             refine_seconds = (t2 - t1).as_secs_f64(),
             aggregate_seconds = t2.elapsed().as_secs_f64(),
             "leiden: refinement and aggregation"
         );
-        to_current = Some(match to_current {
-            None => labels,
-            Some(t) => t.par_iter().map(|&a| labels[a as usize]).collect(),
-        });
+        to_current = Some(to_next);
         aggregate_graph = Some(next_graph);
         weights = next_weights;
         p = next_p;
@@ -665,4 +682,16 @@ mod tests {
         assert!("x".parse::<Objective>().is_err());
         assert!("x".parse::<Algorithm>().is_err());
     }
+}
+
+fn tmp_rss() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmRSS:"))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
+        })
+        .unwrap_or(0)
+        / 1024
 }
