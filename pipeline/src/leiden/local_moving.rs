@@ -124,7 +124,7 @@ impl Accumulator {
     }
 
     /// Adds `w` (`> 0`) to label `c`.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn add(&mut self, c: u32, w: f64) {
         if self.small {
             let mut i = Self::slot_of(c);

@@ -339,6 +339,9 @@ pub(crate) fn run(graph: &Graph, config: &LeidenConfig) -> Partition {
     }
 }
 
+/// An aggregate graph smaller than this (in bytes) is kept while the next one is built from it.
+const AGGREGATE_KEEP_BYTES: usize = 32 << 20;
+
 /// One iteration (local moving, refinement, aggregation, repeated until every community is one
 /// node) starting from `membership` (labels `< n`); returns the flat membership (labels `< n`)
 /// and the raw-quality gain accumulated by the local moves (the incremental bookkeeping; tests
@@ -378,7 +381,6 @@ fn iterate(
             evaluations = moved.evaluations,
             rejected = moved.rejected,
             sweeps = moved.sweeps,
-            rss_mib = tmp_rss(),
             communities = k,
             seconds = t0.elapsed().as_secs_f64(),
             "leiden: local moving"
@@ -421,11 +423,15 @@ fn iterate(
         };
         // Memory: the peak is the original graph plus the first aggregate while it is built. A
         // later aggregate graph that is more than half as large as the first (Leiden's aggregates
-        // keep most edges, refined communities being small) is dropped before the next one is
-        // built, from the original graph; a smaller one is aggregated directly (cheaper).
+        // keep most edges, refined communities being small) and holds more than
+        // `AGGREGATE_KEEP_BYTES` is dropped before the next one is built, from the original
+        // graph; otherwise the next one is aggregated from it directly (cheaper).
         let next_graph = match aggregate_graph.take() {
             None => aggregate(graph, &labels, n_next),
-            Some(current) if 2 * half_edges > first_half_edges => {
+            Some(current)
+                if 2 * half_edges > first_half_edges
+                    && current.size_bytes() > AGGREGATE_KEEP_BYTES =>
+            {
                 drop(current);
                 aggregate(graph, &to_next, n_next)
             }
@@ -435,7 +441,6 @@ fn iterate(
             first_half_edges = next_graph.row_count_total();
         }
         tracing::debug!(
-            rss_mib = tmp_rss(),
             refined = n_next,
             refine_seconds = (t2 - t1).as_secs_f64(),
             aggregate_seconds = t2.elapsed().as_secs_f64(),
@@ -682,16 +687,4 @@ mod tests {
         assert!("x".parse::<Objective>().is_err());
         assert!("x".parse::<Algorithm>().is_err());
     }
-}
-
-fn tmp_rss() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmRSS:"))
-                .and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
-        })
-        .unwrap_or(0)
-        / 1024
 }
