@@ -298,11 +298,9 @@ pub(crate) fn move_nodes(
             while pos < n && batch.len() < batch_len {
                 let v = order[pos];
                 pos += 1;
-                if active[v as usize].swap(false, Ordering::Relaxed) {
-                    if graph.degree(v) > 0 {
-                        batch.push(v);
-                        work += graph.degree(v);
-                    }
+                if active[v as usize].swap(false, Ordering::Relaxed) && graph.degree(v) > 0 {
+                    batch.push(v);
+                    work += graph.degree(v);
                 }
             }
             if batch.is_empty() {

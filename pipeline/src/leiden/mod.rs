@@ -4,12 +4,12 @@
 //!
 //! # Algorithm
 //! One Leiden *iteration* repeats, on ever coarser graphs:
-//! 1. **local moving** ([`local_moving`]): nodes move to the neighboring community that increases
+//! 1. **local moving** (`local_moving.rs`): nodes move to the neighboring community that increases
 //!    the quality most, driven by a queue of unstable nodes;
-//! 2. **refinement** ([`refine`]): inside each community, nodes that are well connected merge at
+//! 2. **refinement** (`refine.rs`): inside each community, nodes that are well connected merge at
 //!    random (randomness θ) into well-connected sub-communities, so every refined community is
 //!    γ-connected;
-//! 3. **aggregation** ([`aggregate`]): one node per refined community; each aggregate node starts in
+//! 3. **aggregation** (`aggregate.rs`): one node per refined community; each aggregate node starts in
 //!    the community (of step 1) that contains it;
 //!
 //! until every community is a single node. Iterations repeat from the result until one raises the
