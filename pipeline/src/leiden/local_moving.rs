@@ -69,12 +69,12 @@ pub(crate) fn improves(candidate: f64, stay: f64, row_weight: f64) -> bool {
 }
 
 /// Slots of the small table of an [`Accumulator`] (a power of two).
-const SMALL_SLOTS: usize = 256;
+const SMALL_SLOTS: usize = 2048;
 /// Most distinct labels the small table takes (load factor 1/2).
 pub(crate) const SMALL_MAX: usize = SMALL_SLOTS / 2;
 
 /// Per-thread accumulator of weights per label, in one of two modes chosen per use by
-/// [`Accumulator::begin`]: a small open-addressing table (a few kilobytes, stays in L1) when at
+/// [`Accumulator::begin`]: a small open-addressing table (24 KiB, stays in L1/L2) when at
 /// most [`SMALL_MAX`] additions are coming, else a dense array indexed by label (which costs a
 /// cache miss per addition on large graphs). Both modes list the labels in order of first addition
 /// and sum in addition order, so they give bit-identical results. Empty between uses.
@@ -86,7 +86,7 @@ pub(crate) struct Accumulator {
     /// Small mode: keys (`u32::MAX` when free), values, and the slot of each touched label.
     keys: Box<[u32]>,
     values: Box<[f64]>,
-    slots: Vec<u16>,
+    slots: Vec<u32>,
     small: bool,
 }
 
@@ -108,7 +108,9 @@ impl Accumulator {
     #[inline]
     pub(crate) fn ensure(&mut self, n: usize) {
         if self.weights.len() < n {
-            self.weights.resize(n, 0.0);
+            // All zeros between uses, so a fresh zeroed allocation replaces it; its pages are
+            // mapped lazily, so a dense array that is rarely used costs little memory.
+            self.weights = vec![0.0; n];
         }
     }
 
@@ -120,7 +122,7 @@ impl Accumulator {
 
     #[inline]
     fn slot_of(c: u32) -> usize {
-        (c.wrapping_mul(0x9e37_79b1) >> 24) as usize
+        (c.wrapping_mul(0x9e37_79b1) >> (32 - SMALL_SLOTS.trailing_zeros())) as usize
     }
 
     /// Adds `w` (`> 0`) to label `c`.
@@ -138,7 +140,7 @@ impl Accumulator {
                     self.keys[i] = c;
                     self.values[i] = w;
                     self.touched.push(c);
-                    self.slots.push(i as u16);
+                    self.slots.push(i as u32);
                     return;
                 }
                 i = (i + 1) & (SMALL_SLOTS - 1);
@@ -298,7 +300,13 @@ pub(crate) fn move_nodes(
             while pos < n && batch.len() < batch_len {
                 let v = order[pos];
                 pos += 1;
-                if active[v as usize].swap(false, Ordering::Relaxed) && graph.degree(v) > 0 {
+                // A plain load first: most nodes are inactive late in a phase, and an atomic
+                // read-modify-write costs several times a load.
+                let slot = &active[v as usize];
+                if slot.load(Ordering::Relaxed) && {
+                    slot.store(false, Ordering::Relaxed);
+                    graph.degree(v) > 0
+                } {
                     batch.push(v);
                     work += graph.degree(v);
                 }

@@ -43,6 +43,7 @@ pub mod quality;
 pub(crate) mod refine;
 pub(crate) mod rng;
 
+use std::borrow::Cow;
 use std::fmt;
 use std::str::FromStr;
 
@@ -290,16 +291,16 @@ pub fn leiden(graph: &Graph, config: &LeidenConfig) -> Result<Partition> {
 pub(crate) fn run(graph: &Graph, config: &LeidenConfig) -> Partition {
     let n = graph.num_nodes();
     let m = graph.total_weight();
-    let (node_weights, lambda): (Vec<f64>, f64) = match config.objective {
+    let (node_weights, lambda): (Cow<'_, [f64]>, f64) = match config.objective {
         Objective::Modularity => (
-            graph.weighted_degrees().to_vec(),
+            Cow::Borrowed(graph.weighted_degrees()),
             if m > 0.0 {
                 config.resolution / (2.0 * m)
             } else {
                 0.0
             },
         ),
-        Objective::Cpm => (vec![1.0; n], config.resolution),
+        Objective::Cpm => (Cow::Owned(vec![1.0; n]), config.resolution),
     };
     // Quality units per raw unit.
     let scale = match config.objective {
@@ -355,7 +356,7 @@ fn iterate(
     iteration: u64,
 ) -> (Vec<u32>, f64) {
     let mut aggregate_graph: Option<Graph> = None;
-    let mut weights: Vec<f64> = node_weights.to_vec();
+    let mut weights: Cow<'_, [f64]> = Cow::Borrowed(node_weights);
     let mut p = membership;
     // Original node -> node of the current aggregate graph (None: identity).
     let mut to_current: Option<Vec<u32>> = None;
@@ -422,14 +423,14 @@ fn iterate(
             Some(t) => t.par_iter().map(|&a| labels[a as usize]).collect(),
         };
         // Memory: the peak is the original graph plus the first aggregate while it is built. A
-        // later aggregate graph that is more than half as large as the first (Leiden's aggregates
+        // later aggregate graph that is more than 3/4 as large as the first (Leiden's aggregates
         // keep most edges, refined communities being small) and holds more than
         // `AGGREGATE_KEEP_BYTES` is dropped before the next one is built, from the original
         // graph; otherwise the next one is aggregated from it directly (cheaper).
         let next_graph = match aggregate_graph.take() {
             None => aggregate(graph, &labels, n_next),
             Some(current)
-                if 2 * half_edges > first_half_edges
+                if 4 * half_edges > 3 * first_half_edges
                     && current.size_bytes() > AGGREGATE_KEEP_BYTES =>
             {
                 drop(current);
@@ -448,7 +449,7 @@ fn iterate(
         );
         to_current = Some(to_next);
         aggregate_graph = Some(next_graph);
-        weights = next_weights;
+        weights = Cow::Owned(next_weights);
         p = next_p;
     }
     let flat = match to_current {
