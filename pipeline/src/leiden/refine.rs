@@ -183,7 +183,9 @@ fn refine_one(
             // P(d) ∝ exp((gain − best)/θ), shifted by the best gain to avoid overflow.
             let mut sum = 0.0;
             for cand in &mut s.candidates {
-                cand.1 = ((cand.1 - best) / randomness).exp();
+                let x = (cand.1 - best) / randomness;
+                // exp underflows to 0 below about -745: skip the call.
+                cand.1 = if x < -746.0 { 0.0 } else { x.exp() };
                 sum += cand.1;
             }
             let mut r = rng.uniform() * sum;
