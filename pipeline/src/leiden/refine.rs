@@ -85,9 +85,12 @@ pub(crate) fn refine(
         let mut rng = Stream::new(seed, Purpose::Refine, &[stream, &[*c as u64]].concat());
         SCRATCH.with(|cell| {
             let scratch = &mut *cell.borrow_mut();
-            refine_one(
-                level, &position, nodes, start, randomness, &mut rng, scratch, slice,
-            );
+            let group = Group {
+                position: &position,
+                nodes,
+                start,
+            };
+            refine_one(level, group, randomness, &mut rng, scratch, slice);
         });
     });
     drop(jobs);
@@ -98,19 +101,29 @@ pub(crate) fn refine(
     refined
 }
 
-/// `MergeNodesSubset` on one community whose nodes are `nodes` (at positions
-/// `start..start+nodes.len()` of the grouped order).
-#[allow(clippy::too_many_arguments)]
+/// One community to refine: its nodes sit at positions `start..start + nodes.len()` of the grouped
+/// order, and `position[u]` is the grouped position of any node `u`.
+#[derive(Clone, Copy)]
+struct Group<'a> {
+    position: &'a [u32],
+    nodes: &'a [u32],
+    start: usize,
+}
+
+/// `MergeNodesSubset` on one community.
 fn refine_one(
     level: Level<'_>,
-    position: &[u32],
-    nodes: &[u32],
-    start: usize,
+    group: Group<'_>,
     randomness: f64,
     rng: &mut Stream,
     s: &mut Scratch,
     out: &mut [u32],
 ) {
+    let Group {
+        position,
+        nodes,
+        start,
+    } = group;
     let len = nodes.len();
     let lambda = level.lambda;
     let weights = level.node_weights;
