@@ -183,7 +183,7 @@ impl Graph {
     }
 
     /// Number of stored half-edges (`2·|E|` minus self-loops): the length of all rows together.
-    pub fn row_count_total(&self) -> usize {
+    pub fn num_half_edges(&self) -> usize {
         self.targets.len()
     }
 

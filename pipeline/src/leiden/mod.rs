@@ -377,8 +377,9 @@ fn iterate(
             iteration,
             depth,
             nodes = g.num_nodes(),
-            half_edges = g.row_count_total(),
+            half_edges = g.num_half_edges(),
             moves = moved.moves,
+            gain_per_m = moved.gain / graph.total_weight(),
             evaluations = moved.evaluations,
             rejected = moved.rejected,
             sweeps = moved.sweeps,
@@ -417,7 +418,7 @@ fn iterate(
             next_weights[a as usize] += weights[v];
         }
         let t2 = std::time::Instant::now();
-        let half_edges = g.row_count_total();
+        let half_edges = g.num_half_edges();
         let to_next: Vec<u32> = match to_current.take() {
             None => labels.clone(),
             Some(t) => t.par_iter().map(|&a| labels[a as usize]).collect(),
@@ -439,7 +440,7 @@ fn iterate(
             Some(current) => aggregate(&current, &labels, n_next),
         };
         if depth == 0 {
-            first_half_edges = next_graph.row_count_total();
+            first_half_edges = next_graph.num_half_edges();
         }
         tracing::debug!(
             refined = n_next,
