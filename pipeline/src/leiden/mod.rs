@@ -135,7 +135,11 @@ impl fmt::Display for Algorithm {
 
 /// Parameters of community detection. Check them with [`LeidenConfig::validate`] (every entry
 /// point does).
+///
+/// Deserialising fills missing fields with their defaults (`#[serde(default)]`), so a manifest or
+/// a config file may name only what it changes.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct LeidenConfig {
     /// Leiden or Louvain. Default: Leiden.
     pub algorithm: Algorithm,
@@ -692,6 +696,17 @@ mod tests {
                 membership = next;
             }
         }
+    }
+
+    #[test]
+    fn config_serde_fills_defaults() {
+        let c: LeidenConfig =
+            serde_json::from_str(r#"{"objective": "cpm", "resolution": 0.05}"#).unwrap();
+        assert_eq!(c.objective, Objective::Cpm);
+        assert_eq!(c.resolution, 0.05);
+        assert_eq!(c.max_cluster_size, LeidenConfig::default().max_cluster_size);
+        let back: LeidenConfig = serde_json::from_str(&serde_json::to_string(&c).unwrap()).unwrap();
+        assert_eq!(back, c);
     }
 
     #[test]
