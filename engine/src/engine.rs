@@ -381,7 +381,7 @@ impl Engine {
             Ok(r) => r,
             Err(mut a) => {
                 a.run_id = Some(snap.run_id().to_owned());
-                return Ok(a);
+                return Ok(*a);
             }
         };
         let all = snap.num_documents();

@@ -182,7 +182,7 @@ pub fn publish(
     stats: serde_json::Value,
 ) -> Result<Manifest> {
     let data = tables.to_run_data()?;
-    Ok(write_run(
+    let manifest = write_run(
         layout,
         run_id,
         &data,
@@ -190,6 +190,7 @@ pub fn publish(
         parameters,
         input_fingerprint,
         stats,
-        true,
-    )?)
+    )?;
+    layout.write_latest(run_id)?;
+    Ok(manifest)
 }

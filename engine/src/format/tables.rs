@@ -237,9 +237,9 @@ fn check(data: &RunData, dim: usize) -> Result<()> {
     Ok(())
 }
 
-/// Writes every table of `data` as run `run_id` under `layout`, completes the run folder, and
-/// (when `publish`) points `LATEST` at it. On error the staging folder is removed and `LATEST`
-/// is untouched.
+/// Writes every table of `data` as run `run_id` under `layout` and completes the run folder
+/// (`runs/<run_id>/`). It is served once [`Layout::write_latest`] names it. On error the
+/// staging folder is removed.
 ///
 /// # Errors
 /// [`EngineError::Internal`] for data that breaks the invariants listed on [`RunData`] or a
@@ -253,7 +253,6 @@ pub fn write_run(
     parameters: serde_json::Value,
     input_fingerprint: String,
     stats: serde_json::Value,
-    publish: bool,
 ) -> Result<Manifest> {
     let dim = embedder.dim;
     check(data, dim)?;
@@ -472,9 +471,5 @@ pub fn write_run(
     )?;
     w.register_dir(crate::text::TEXT_INDEX_DIR)?;
 
-    let manifest = w.finish(parameters, embedder.clone(), input_fingerprint, stats)?;
-    if publish {
-        layout.write_latest(run_id)?;
-    }
-    Ok(manifest)
+    w.finish(parameters, embedder.clone(), input_fingerprint, stats)
 }

@@ -304,26 +304,29 @@ pub(crate) struct Resolved {
 }
 
 /// Resolves the selector. `Err(answer)` when nothing can be searched.
-pub(crate) fn resolve(snap: &Snapshot, req: &ConceptRequest) -> Result<Resolved, ConceptAnswer> {
+pub(crate) fn resolve(
+    snap: &Snapshot,
+    req: &ConceptRequest,
+) -> Result<Resolved, Box<ConceptAnswer>> {
     let concepts: Vec<u32> = match &req.selector {
         ConceptSelector::Concept(id) => match snap.vocabulary.concept_index.get(id.trim()) {
             Some(&c) => vec![c],
             None => {
-                return Err(ConceptAnswer::nothing(
+                return Err(Box::new(ConceptAnswer::nothing(
                     ConceptStatus::UnknownConcept,
                     req.direction,
                     &format!("the vocabulary has no concept {id:?}"),
-                ));
+                )));
             }
         },
         ConceptSelector::Term(t) => {
             let cs = snap.concept_index.resolve_term(t);
             if cs.is_empty() {
-                return Err(ConceptAnswer::nothing(
+                return Err(Box::new(ConceptAnswer::nothing(
                     ConceptStatus::UnknownTerm,
                     req.direction,
                     &format!("the vocabulary has no term {t:?} (as a preferred term or synonym)"),
-                ));
+                )));
             }
             cs.to_vec()
         }

@@ -53,7 +53,9 @@ impl ConceptIndex {
                 }
             }
         }
-        let mut by_relation: HashMap<&str, (Vec<(u32, u32)>, Vec<(u32, u32)>)> = HashMap::new();
+        // Relation → (child → parent pairs, parent → child pairs).
+        type Pairs = Vec<(u32, u32)>;
+        let mut by_relation: HashMap<&str, (Pairs, Pairs)> = HashMap::new();
         for (c, p, rel) in &v.edges {
             let e = by_relation.entry(rel.as_str()).or_default();
             e.0.push((*c, *p));

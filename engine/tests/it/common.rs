@@ -63,16 +63,17 @@ pub fn concept_run(
         ..RunData::default()
     };
     let run_id = new_run_id();
+    let layout = Layout::new(root);
     write_run(
-        &Layout::new(root),
+        &layout,
         &run_id,
         &data,
         embedder.identity(),
         serde_json::json!({}),
         "test".into(),
         serde_json::json!({}),
-        true,
     )
     .unwrap();
+    layout.write_latest(&run_id).unwrap();
     run_id
 }

@@ -90,7 +90,11 @@ fn run_publishes_a_valid_snapshot_and_answers() {
         "document_embeddings.arrow",
         "text_index/meta.json",
     ] {
-        assert!(manifest.file(name).is_some(), "manifest lacks {name}: {:?}", manifest.files);
+        assert!(
+            manifest.file(name).is_some(),
+            "manifest lacks {name}: {:?}",
+            manifest.files
+        );
     }
     assert_eq!(manifest.embedder.model, "agrag-hash-v1");
     let snap = Snapshot::open_run(&run_dir).unwrap();
