@@ -13,6 +13,12 @@
 //! * it is not inside a longer accepted match (longest match wins: "myocardial infarction"
 //!   hides "infarction").
 
+mod abbreviation;
+mod age;
+pub mod document;
+pub mod evaluate;
+mod tags;
+mod text;
 mod vocabulary;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -20,8 +26,14 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
 use serde::Serialize;
 
+pub use abbreviation::{Definition, find_definitions};
+pub use document::{
+    DOCUMENT_NOISE, DocumentConcept, DocumentConcepts, DocumentLinkConfig, DocumentLinker,
+    Evidence, Rules,
+};
 pub use vocabulary::{
-    BROADER_FILE, BrokenCycle, CONCEPTS_FILE, Concept, SUBCLASS_OF, Vocabulary, load_vocabulary,
+    BROADER_FILE, BrokenCycle, CONCEPTS_FILE, Concept, SUBCLASS_OF, TermIndex, Vocabulary,
+    load_vocabulary,
 };
 
 use crate::error::{PipelineError, Result};
