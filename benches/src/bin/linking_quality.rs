@@ -45,12 +45,16 @@ fn main() {
 struct Args {
     data: PathBuf,
     diagnose: usize,
+    explain: usize,
+    only_final: bool,
 }
 
 fn parse_args() -> Result<Args, String> {
     let mut a = Args {
         data: PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../data"),
         diagnose: 0,
+        explain: 0,
+        only_final: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(x) = it.next() {
@@ -62,6 +66,13 @@ fn parse_args() -> Result<Args, String> {
                     .and_then(|v| v.parse().ok())
                     .ok_or("--diagnose needs a count")?;
             }
+            "--explain" => {
+                a.explain = it
+                    .next()
+                    .and_then(|v| v.parse().ok())
+                    .ok_or("--explain needs a count")?;
+            }
+            "--only-final" => a.only_final = true,
             other => return Err(format!("unknown argument {other:?}")),
         }
     }
@@ -198,7 +209,7 @@ fn run() -> Result<(), String> {
         .collect();
 
     let mut configs: Vec<(String, Rules)> = vec![("literal, no stoplist".into(), Rules::LITERAL)];
-    let steps: [(&str, fn(&mut Rules)); 8] = [
+    let steps: [(&str, fn(&mut Rules)); 9] = [
         ("title", |r| r.title = true),
         ("noise filter", |r| r.noise_filter = true),
         ("abbreviations", |r| r.abbreviations = true),
@@ -206,6 +217,7 @@ fn run() -> Result<(), String> {
         ("check tags", |r| r.check_tags = true),
         ("mixed sex", |r| r.mixed_sex = true),
         ("age groups", |r| r.age_groups = true),
+        ("adult default", |r| r.adult_default = true),
         ("study design", |r| r.study_design = true),
     ];
     let mut acc = Rules::LITERAL;
@@ -213,7 +225,7 @@ fn run() -> Result<(), String> {
         f(&mut acc);
         configs.push((format!("+ {name}"), acc));
     }
-    let offs: [(&str, fn(&mut Rules)); 8] = [
+    let offs: [(&str, fn(&mut Rules)); 9] = [
         ("title", |r| r.title = false),
         ("noise filter", |r| r.noise_filter = false),
         ("abbreviations", |r| r.abbreviations = false),
@@ -221,6 +233,7 @@ fn run() -> Result<(), String> {
         ("check tags", |r| r.check_tags = false),
         ("mixed sex", |r| r.mixed_sex = false),
         ("age groups", |r| r.age_groups = false),
+        ("adult default", |r| r.adult_default = false),
         ("study design", |r| r.study_design = false),
     ];
     for (name, f) in offs {
@@ -241,6 +254,9 @@ fn run() -> Result<(), String> {
         )
     );
     for (name, rules) in &configs {
+        if args.only_final && *rules != Rules::ALL {
+            continue;
+        }
         let linker = build(*rules)?;
         let pred: Vec<Vec<u32>> = link_all(&linker, &c.documents)
             .iter()
@@ -308,6 +324,9 @@ fn run() -> Result<(), String> {
     if args.diagnose > 0 {
         diagnose(&c, &linked, args.diagnose);
     }
+    if args.explain > 0 {
+        explain(&c, &linked, args.explain);
+    }
     Ok(())
 }
 
@@ -339,6 +358,20 @@ fn diagnose(c: &Corpus, linked: &[DocumentConcepts], top: usize) {
             }
         }
     }
+    // Text concepts by title / number of mentions.
+    let mut buckets: BTreeMap<(bool, u32), (u32, u32)> = BTreeMap::new();
+    for (d, dc) in linked.iter().enumerate().filter(|(d, _)| d % 2 == 0) {
+        for x in dc.concepts.iter().filter(|x| x.evidence <= Evidence::Abbreviation) {
+            let b = buckets.entry((x.in_title, x.num_mentions.min(4))).or_default();
+            b.0 += 1;
+            b.1 += u32::from(c.reference[d].binary_search(&x.concept).is_ok());
+        }
+    }
+    println!("\n## Even half: text concepts by title and mentions\n\n| in title | mentions | concepts | precision |");
+    println!("| --- | ---: | ---: | ---: |");
+    for ((t, m), (k, r)) in &buckets {
+        println!("| {t} | {m}{} | {k} | {:.2} |", if *m == 4 { "+" } else { "" }, f64::from(*r) / f64::from(*k));
+    }
     let mut fpv: Vec<(u32, u32, u32)> = fp.into_iter().map(|(k, (w, p))| (w, p, k)).collect();
     fpv.sort_by(|a, b| b.0.cmp(&a.0).then(a.2.cmp(&b.2)));
     println!("\n## Even half: most frequent false positives\n\n| concept | wrong | predicted |");
@@ -360,5 +393,37 @@ fn diagnose(c: &Corpus, linked: &[DocumentConcepts], top: usize) {
             name(*k),
             f64::from(*r) / f64::from((*p).max(1))
         );
+    }
+}
+
+/// The first `top` even documents: definitions found, predicted concepts (✓ right, ✗ wrong)
+/// with their evidence, and missed headings.
+fn explain(c: &Corpus, linked: &[DocumentConcepts], top: usize) {
+    let name = |x: u32| c.vocab.concepts[x as usize].preferred_term.as_str();
+    for (d, dc) in linked.iter().enumerate().filter(|(d, _)| d % 2 == 0).take(top) {
+        let doc = &c.documents[d];
+        println!("\n### {} {}", doc.key, doc.title);
+        for t in std::iter::once(&doc.title).chain(&doc.passages) {
+            for def in agrag_pipeline::link::find_definitions(t) {
+                println!("- abbreviation {} = {:?}", def.short, &t[def.long_start..def.long_end]);
+            }
+        }
+        let pred = dc.concept_ids();
+        for x in &dc.concepts {
+            let ok = c.reference[d].binary_search(&x.concept).is_ok();
+            println!(
+                "- {} {} ({:?}, {})",
+                if ok { "✓" } else { "✗" },
+                name(x.concept),
+                x.evidence,
+                x.num_mentions
+            );
+        }
+        let missed: Vec<&str> = c.reference[d]
+            .iter()
+            .filter(|g| pred.binary_search(g).is_err())
+            .map(|&g| name(g))
+            .collect();
+        println!("- missed: {}", missed.join("; "));
     }
 }

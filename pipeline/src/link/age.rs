@@ -80,6 +80,9 @@ const AGE_CONTEXT: &[&str] = &["age", "aged", "ages", "old", "older", "younger",
 /// "18 years and over" is tagged up to Aged, "over 65" also gets Aged, 80 and over).
 const OPEN_END_YEARS: f64 = 79.0;
 const OPEN_END_OLD_FROM_YEARS: f64 = 60.0;
+/// Half-width of the ages assumed around a mean or median age given without a standard
+/// deviation ("mean age 62 years" → 52–72).
+const MEAN_SPREAD_YEARS: f64 = 10.0;
 
 fn unit_years(t: Option<&Token>) -> Option<f64> {
     let w = t?.word()?;
@@ -179,7 +182,14 @@ pub(crate) fn age_intervals(tokens: &[Token]) -> Vec<(f64, f64)> {
                         _ => None,
                     },
                 };
-                sd.map_or((x, x), |s| (x - s * u, x + s * u))
+                let of_a_group = (1..=5)
+                    .any(|k| before(k).is_some_and(|t| t.is_any(&["mean", "median", "average"])));
+                match sd {
+                    Some(s) => (x - s * u, x + s * u),
+                    // A group's mean or median: its ages spread around it.
+                    None if of_a_group => (x - MEAN_SPREAD_YEARS * u, x + MEAN_SPREAD_YEARS * u),
+                    None => (x, x),
+                }
             }
         };
         if lo.is_finite() && lo >= 0.0 && lo <= hi && lo <= 120.0 {
@@ -220,7 +230,11 @@ mod tests {
             groups("574 adults aged between 18-65 years"),
             vec!["Adolescent", "Young Adult", "Adult", "Middle Aged", "Aged"]
         );
-        assert_eq!(groups("The mean age was 62 years."), vec!["Middle Aged"]);
+        assert_eq!(
+            groups("The mean age was 62 years."),
+            vec!["Middle Aged", "Aged"]
+        );
+        assert_eq!(groups("patients aged 50 years"), vec!["Middle Aged"]);
         assert_eq!(
             groups("mean age 62 ± 10 years"),
             vec!["Middle Aged", "Aged"]

@@ -3,8 +3,11 @@
 //! presence signals it. The tables are the rules; the code only looks the phrases up.
 //!
 //! Precision of each row was measured on the even-numbered half of the shipped PubMedQA
-//! corpus (`linking-quality --rules` prints it); rows whose phrases were right less than
-//! about a third of the time were left out.
+//! corpus (`linking-quality --diagnose N` prints it); rows whose heading was right less than a
+//! third of the time there were left out (*Follow-Up Studies* from "follow-up", *Cohort
+//! Studies* from "cohort", *Time Factors*, *Multivariate Analysis*, *Logistic Models*,
+//! *Reproducibility of Results*, *Risk Factors* from "predictor", *Survival Rate* from
+//! "survival", *Proportional Hazards Models* from "hazard ratio"…).
 
 use super::text::contains_phrase;
 
@@ -152,65 +155,103 @@ pub(crate) const PREGNANCY_WORDS: &[&str] = &[
     "obstetric",
 ];
 
-/// Study-design and analysis headings and the phrases that signal them.
-pub(crate) const DESIGN_RULES: &[(&str, &[&str])] = &[
-    (
+/// A heading signalled by phrases: at least one of `any`, and (when `with` is not empty) also
+/// at least one of `with`, anywhere in the document.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct PhraseRule {
+    pub(crate) heading: &'static str,
+    pub(crate) any: &'static [&'static str],
+    pub(crate) with: &'static [&'static str],
+}
+
+const fn rule(heading: &'static str, any: &'static [&'static str]) -> PhraseRule {
+    PhraseRule {
+        heading,
+        any,
+        with: &[],
+    }
+}
+
+/// Study-design, analysis and course-of-disease headings and the phrases that signal them.
+pub(crate) const DESIGN_RULES: &[PhraseRule] = &[
+    rule(
         "Retrospective Studies",
         &["retrospective", "retrospectively", "chart review", "medical records"],
     ),
-    (
-        "Prospective Studies",
-        &["prospective", "prospectively"],
+    rule("Prospective Studies", &["prospective", "prospectively"]),
+    rule("Cross-Sectional Studies", &["cross sectional"]),
+    rule(
+        "Case-Control Studies",
+        &["case control", "matched controls", "controls matched"],
     ),
-    ("Cross-Sectional Studies", &["cross sectional"]),
-    (
-        "Follow-Up Studies",
-        &["follow up", "followed up", "followup", "were followed"],
-    ),
-    ("Cohort Studies", &["cohort", "cohorts"]),
-    ("Case-Control Studies", &["case control", "matched controls"]),
-    ("Longitudinal Studies", &["longitudinal"]),
-    (
+    rule("Longitudinal Studies", &["longitudinal"]),
+    rule(
         "Surveys and Questionnaires",
         &["questionnaire", "questionnaires", "survey", "surveys", "surveyed"],
     ),
-    (
+    PhraseRule {
+        heading: "Sensitivity and Specificity",
+        any: &["sensitivity"],
+        with: &["specificity"],
+    },
+    rule(
         "Predictive Value of Tests",
         &["predictive value", "predictive values", "ppv", "npv"],
     ),
-    ("Risk Factors", &["risk factor", "risk factors"]),
-    ("Risk Assessment", &["risk assessment", "risk stratification"]),
-    ("Logistic Models", &["logistic regression", "logistic model"]),
-    (
-        "Multivariate Analysis",
-        &["multivariate analysis", "multivariable analysis", "multivariate"],
-    ),
-    ("Prevalence", &["prevalence"]),
-    ("Quality of Life", &["quality of life"]),
-    (
-        "Reproducibility of Results",
+    rule(
+        "Risk Factors",
         &[
-            "reproducibility",
-            "interobserver",
-            "intraobserver",
-            "inter observer",
-            "intra observer",
-            "inter rater",
-            "interrater",
-            "reliability",
+            "risk factor",
+            "risk factors",
+            "independently associated",
+            "independent predictor",
+            "independent predictors",
         ],
     ),
-    ("Feasibility Studies", &["feasibility", "pilot study"]),
-    ("Pilot Projects", &["pilot study", "pilot"]),
-    ("Length of Stay", &["length of stay", "hospital stay"]),
-    ("Postoperative Complications", &["postoperative complications"]),
-    ("Survival Rate", &["survival rate", "survival rates"]),
-    (
-        "Treatment Outcome",
-        &["treatment outcome", "treatment outcomes", "efficacy", "success rate"],
+    rule("Risk Assessment", &["risk assessment", "risk stratification"]),
+    rule(
+        "Prognosis",
+        &["prognosis", "prognostic", "predictors of survival", "predictors of outcome"],
     ),
-    ("Age Factors", &["age groups", "age group", "older age", "younger age"]),
-    ("Sex Factors", &["sex differences", "gender differences"]),
+    rule("Prevalence", &["prevalence"]),
+    rule("Quality of Life", &["quality of life"]),
+    rule("Feasibility Studies", &["feasibility", "pilot study"]),
+    PhraseRule {
+        heading: "Postoperative Complications",
+        any: &["complication", "complications"],
+        with: &["postoperative", "postoperatively", "after surgery"],
+    },
+    rule(
+        "Treatment Outcome",
+        &[
+            "treatment outcome",
+            "treatment outcomes",
+            "clinical outcome",
+            "clinical outcomes",
+            "functional outcome",
+            "functional outcomes",
+            "efficacy",
+            "success rate",
+        ],
+    ),
+    rule(
+        "Survival Rate",
+        &["survival rate", "survival rates", "overall survival"],
+    ),
+    rule(
+        "Disease-Free Survival",
+        &["disease free survival", "recurrence free", "progression free", "event free"],
+    ),
+    rule(
+        "Proportional Hazards Models",
+        &["cox regression", "cox proportional", "proportional hazards", "cox model"],
+    ),
+    rule(
+        "Neoplasm Staging",
+        &["tnm", "staging", "stage i", "stage ii", "stage iii", "stage iv"],
+    ),
+    rule("Acute Disease", &["acute"]),
+    rule("Age Factors", &["age groups", "age group", "older age", "younger age"]),
 ];
 
 /// Whether any of `phrases` occurs in `words`.
@@ -229,8 +270,8 @@ mod tests {
         let w = words(&t);
         let hits: Vec<&str> = DESIGN_RULES
             .iter()
-            .filter(|(_, ps)| any_phrase(&w, ps))
-            .map(|(h, _)| *h)
+            .filter(|r| any_phrase(&w, r.any))
+            .map(|r| r.heading)
             .collect();
         assert_eq!(
             hits,
