@@ -181,13 +181,15 @@ fn run() -> Result<(), String> {
         num_ref,
         c.unresolved
     );
-    let link = LinkConfig::default();
     let build = |rules: Rules| -> Result<DocumentLinker, String> {
-        let cfg = DocumentLinkConfig {
-            rules,
-            ..DocumentLinkConfig::default()
+        let link = LinkConfig {
+            document: DocumentLinkConfig {
+                rules,
+                ..DocumentLinkConfig::default()
+            },
+            ..LinkConfig::default()
         };
-        DocumentLinker::new(&c.vocab, &link, &cfg).map_err(|e| format!("{e:#}"))
+        DocumentLinker::new(&c.vocab, &link).map_err(|e| format!("{e:#}"))
     };
 
     // Before: the union of passage mentions with the graph stoplist.

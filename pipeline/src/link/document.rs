@@ -329,9 +329,14 @@ impl DocumentLinker {
     /// Compiles both automata and resolves the headings the rules use. A heading missing from
     /// `vocab` just makes its rule inert.
     ///
+    /// The graph automaton uses `link` as given; the document-set automaton uses it with
+    /// `link.document.noise_stoplist` (when the `noise_filter` rule is on) in place of
+    /// `link.stoplist`.
+    ///
     /// # Errors
     /// As [`Linker::new`].
-    pub fn new(vocab: &Vocabulary, link: &LinkConfig, cfg: &DocumentLinkConfig) -> Result<Self> {
+    pub fn new(vocab: &Vocabulary, link: &LinkConfig) -> Result<Self> {
+        let cfg = &link.document;
         let graph = Linker::new(vocab, link)?;
         let open_cfg = LinkConfig {
             stoplist: if cfg.rules.noise_filter {
@@ -560,16 +565,20 @@ fn defined_abbreviations(segments: &[&str], links: &[Vec<Link>]) -> Vec<Abbrevia
     out
 }
 
-/// Uses of the abbreviations in segment `k`: `(start, end, index into abbreviations)`,
-/// leaving out the defining parentheses themselves.
-fn abbreviation_uses(text: &str, k: usize, abbreviations: &[Abbreviation]) -> Vec<(usize, usize, Vec<u32>)> {
+/// Uses of the abbreviations in segment `k`: `(start, end, concepts)`. The short form inside
+/// its own defining parentheses gets no concept (the long form before it already counts),
+/// but still hides any dictionary match there.
+fn abbreviation_uses(
+    text: &str,
+    k: usize,
+    abbreviations: &[Abbreviation],
+) -> Vec<(usize, usize, Vec<u32>)> {
     let mut uses = Vec::new();
     for a in abbreviations {
         for (s, e) in occurrences(text, &a.short) {
-            if a.segment == k && a.paren.0 <= s && e <= a.paren.1 {
-                continue;
-            }
-            uses.push((s, e, a.concepts.clone()));
+            let defining = a.segment == k && a.paren.0 <= s && e <= a.paren.1;
+            let concepts = if defining { Vec::new() } else { a.concepts.clone() };
+            uses.push((s, e, concepts));
         }
     }
     uses
@@ -607,4 +616,156 @@ fn apply_uses(
     links.extend_from_slice(&added);
     links.sort_by_key(|l| (l.start, l.concept));
     added
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::Concept;
+    use super::*;
+
+    fn vocab() -> Vocabulary {
+        let c = |id: &str, t: &str, s: &[&str]| Concept {
+            id: id.into(),
+            preferred_term: t.into(),
+            synonyms: s.iter().map(|x| (*x).into()).collect(),
+        };
+        Vocabulary::from_parts(
+            vec![
+                c("APO", "Apoptosis", &["Programmed Cell Death"]),
+                c("HUM", "Humans", &["Human"]),
+                c("FEM", "Female", &[]),
+                c("MAL", "Male", &[]),
+                c("ADU", "Adult", &[]),
+                c("MID", "Middle Aged", &[]),
+                c("AGE", "Aged", &[]),
+                c("RET", "Retrospective Studies", &[]),
+                c("NEO", "Neoplasms", &[]),
+                c("BRN", "Breast Neoplasms", &[]),
+                c("PTP", "Protein Tyrosine Phosphatases", &["PTP"]),
+                c("PAT", "Patients", &[]),
+                c("ANI", "Animals", &[]),
+                c("RAT", "Rats", &["Rat"]),
+                c("MIT", "Mitochondria", &[]),
+            ],
+            &[("BRN".into(), "NEO".into())],
+            "v".into(),
+        )
+        .unwrap()
+    }
+
+    fn linker(v: &Vocabulary, rules: Rules) -> DocumentLinker {
+        let link = LinkConfig {
+            document: DocumentLinkConfig {
+                rules,
+                ..DocumentLinkConfig::default()
+            },
+            ..LinkConfig::default()
+        };
+        DocumentLinker::new(v, &link).unwrap()
+    }
+
+    fn set<'v>(v: &'v Vocabulary, dc: &DocumentConcepts) -> Vec<&'v str> {
+        let mut ids: Vec<&str> = dc
+            .concepts
+            .iter()
+            .map(|c| v.concepts[c.concept as usize].id.as_str())
+            .collect();
+        ids.sort_unstable();
+        ids
+    }
+
+    fn mentions(v: &Vocabulary, dc: &DocumentConcepts, passage: usize) -> Vec<String> {
+        dc.passage_mentions[passage]
+            .iter()
+            .map(|&(c, n)| format!("{}x{n}", v.concepts[c as usize].id))
+            .collect()
+    }
+
+    #[test]
+    fn abbreviation_uses_link_to_the_long_form_concept() {
+        let v = vocab();
+        let l = linker(&v, Rules::ALL);
+        let dc = l.link_document(
+            "",
+            &[
+                "Programmed cell death (PCD) is regulated. The mitochondrial permeability \
+                 transition pore (PTP) opens.",
+                "PCD occurs in leaves; PTP formation precedes PCD.",
+            ],
+        );
+        // "PCD" in the second passage mentions Apoptosis twice; "PTP" there means the pore
+        // (which the dictionary does not know), not Protein Tyrosine Phosphatases.
+        assert_eq!(mentions(&v, &dc, 1), vec!["APOx2"]);
+        assert_eq!(mentions(&v, &dc, 0), vec!["APOx1"]);
+        let apo = dc.concepts.iter().find(|c| c.concept == 0).unwrap();
+        assert_eq!((apo.num_mentions, apo.evidence), (3, Evidence::Text));
+        assert!(!set(&v, &dc).contains(&"PTP"));
+        // Without the rule, "PTP" links by the dictionary and "PCD" links nothing.
+        let off = linker(&v, Rules { abbreviations: false, ..Rules::ALL })
+            .link_document("", &["Programmed cell death (PCD) is regulated.", "PCD; PTP."]);
+        assert_eq!(mentions(&v, &off, 1), vec!["PTPx1"]);
+    }
+
+    #[test]
+    fn check_tags_from_population_words() {
+        let v = vocab();
+        let l = linker(&v, Rules::ALL);
+        let women = l.link_document("", &["Forty women with breast cancer were treated."]);
+        let s = set(&v, &women);
+        assert!(s.contains(&"HUM") && s.contains(&"FEM") && !s.contains(&"MAL"));
+        assert!(s.contains(&"BRN"), "cancer variant of Breast Neoplasms");
+        let both = set(&v, &l.link_document("", &["We studied 120 patients."]));
+        assert!(both.contains(&"FEM") && both.contains(&"MAL") && both.contains(&"HUM"));
+        let no_mixed = linker(&v, Rules { mixed_sex: false, ..Rules::ALL });
+        let s = set(&v, &no_mixed.link_document("", &["We studied 120 patients."]));
+        assert!(!s.contains(&"FEM") && !s.contains(&"MAL"));
+        let rats = set(&v, &l.link_document("", &["Mitochondria of rats were isolated."]));
+        assert_eq!(rats, vec!["ANI", "MIT", "RAT"]);
+    }
+
+    #[test]
+    fn age_groups_and_study_design() {
+        let v = vocab();
+        let l = linker(&v, Rules::ALL);
+        let s = set(
+            &v,
+            &l.link_document("", &["A retrospective review of patients aged 50 to 70 years."]),
+        );
+        assert!(s.contains(&"MID") && s.contains(&"AGE") && !s.contains(&"ADU"));
+        assert!(s.contains(&"RET"));
+        // No age stated: the adult default.
+        let s = set(&v, &l.link_document("", &["Patients were treated."]));
+        assert!(s.contains(&"ADU") && s.contains(&"MID") && s.contains(&"AGE"));
+        let off = linker(&v, Rules { adult_default: false, ..Rules::ALL });
+        let s = set(&v, &off.link_document("", &["Patients were treated."]));
+        assert!(!s.contains(&"ADU"));
+    }
+
+    #[test]
+    fn hierarchy_keeps_the_narrower_concept() {
+        let v = vocab();
+        let text = ["Neoplasms, breast neoplasms in particular, in 12 rats."];
+        let s = set(&v, &linker(&v, Rules::ALL).link_document("", &text));
+        assert!(s.contains(&"BRN") && !s.contains(&"NEO"));
+        let off = linker(&v, Rules { hierarchy: false, ..Rules::ALL });
+        let s = set(&v, &off.link_document("", &text));
+        assert!(s.contains(&"BRN") && s.contains(&"NEO"));
+    }
+
+    #[test]
+    fn graph_mentions_keep_the_graph_stoplist_and_title_only_feeds_the_set() {
+        let v = vocab();
+        let l = linker(&v, Rules::ALL);
+        let dc = l.link_document(
+            "Do mitochondria matter?",
+            &["Human patients, male and female, and their neoplasms."],
+        );
+        // Check tags and generic headings never become graph mentions.
+        assert_eq!(mentions(&v, &dc, 0), vec!["NEOx1"]);
+        let s = set(&v, &dc);
+        assert!(s.contains(&"MIT") && s.contains(&"HUM") && !s.contains(&"PAT"));
+        let no_title = linker(&v, Rules { title: false, ..Rules::ALL });
+        assert!(!set(&v, &no_title.link_document("Do mitochondria matter?", &["Text."]))
+            .contains(&"MIT"));
+    }
 }

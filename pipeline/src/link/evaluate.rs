@@ -135,8 +135,10 @@ mod tests {
             (1, 1)
         );
         // A grandparent or a child does not match.
-        let far = score_document(&v, &[0, 2], &[1], Matching::WithParents);
-        assert_eq!(far.num_predicted_right, 0);
+        let grandparent = score_document(&v, &[0], &[2], Matching::WithParents);
+        assert_eq!(grandparent.num_predicted_right, 0);
+        let child = score_document(&v, &[2], &[1], Matching::WithParents);
+        assert_eq!((child.num_predicted_right, child.num_reference_found), (0, 0));
         assert!((lenient.precision() - 0.5).abs() < 1e-12);
         assert!((lenient.f1() - 2.0 / 3.0).abs() < 1e-12);
     }

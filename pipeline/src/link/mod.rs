@@ -165,6 +165,8 @@ pub struct LinkConfig {
     /// as *Review*, *Overall*, *Index*, *Chart*), which say what kind of document an article
     /// is, never what it is about; their names are everyday words of abstracts.
     pub excluded_branches: Vec<String>,
+    /// Document-level rules for the `concept` node field ([`DocumentLinker`]).
+    pub document: DocumentLinkConfig,
 }
 
 /// The roots of MeSH category V, Publication Characteristics.
@@ -187,6 +189,7 @@ impl Default for LinkConfig {
                 .iter()
                 .map(|s| (*s).to_owned())
                 .collect(),
+            document: DocumentLinkConfig::default(),
         }
     }
 }

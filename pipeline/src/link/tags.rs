@@ -266,7 +266,7 @@ mod tests {
 
     #[test]
     fn phrases_are_found_across_hyphens() {
-        let t = tokenize("A retrospective, cross-sectional study with follow-up.");
+        let t = tokenize("A retrospective, cross-sectional Questionnaire study.");
         let w = words(&t);
         let hits: Vec<&str> = DESIGN_RULES
             .iter()
@@ -278,7 +278,7 @@ mod tests {
             vec![
                 "Retrospective Studies",
                 "Cross-Sectional Studies",
-                "Follow-Up Studies"
+                "Surveys and Questionnaires"
             ]
         );
     }
