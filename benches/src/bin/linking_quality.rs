@@ -31,8 +31,8 @@ use std::time::Instant;
 use agrag_pipeline::ingest::{Document, read_jsonl};
 use agrag_pipeline::link::evaluate::{Matching, Scores, score_document};
 use agrag_pipeline::link::{
-    DocumentConcepts, DocumentLinkConfig, DocumentLinker, Evidence, LinkConfig, Rules, TermIndex,
-    Vocabulary, load_vocabulary,
+    DEFAULT_STOPLIST, DocumentConcepts, DocumentLinkConfig, DocumentLinker, Evidence, LinkConfig,
+    Rules, TermIndex, Vocabulary, load_vocabulary,
 };
 
 fn main() {
@@ -128,16 +128,17 @@ fn link_all(linker: &DocumentLinker, docs: &[Document]) -> Vec<DocumentConcepts>
 }
 
 /// Exact and with-parents scores of `predicted` over the documents `keep` accepts.
-fn scores(
-    c: &Corpus,
-    predicted: &[Vec<u32>],
-    keep: impl Fn(usize) -> bool,
-) -> (Scores, Scores) {
+fn scores(c: &Corpus, predicted: &[Vec<u32>], keep: impl Fn(usize) -> bool) -> (Scores, Scores) {
     let mut exact = Scores::default();
     let mut parents = Scores::default();
     for (d, p) in predicted.iter().enumerate() {
         if keep(d) {
-            exact.add(&score_document(&c.vocab, p, &c.reference[d], Matching::Exact));
+            exact.add(&score_document(
+                &c.vocab,
+                p,
+                &c.reference[d],
+                Matching::Exact,
+            ));
             parents.add(&score_document(
                 &c.vocab,
                 p,
@@ -162,13 +163,22 @@ fn row(name: &str, (e, p): (Scores, Scores), per_doc: f64) -> String {
     )
 }
 
-fn without(f: impl Fn(&mut Rules)) -> Rules {
-    let mut r = Rules::ALL;
-    f(&mut r);
-    r
-}
+/// Switches one rule on or off.
+type Toggle = fn(&mut Rules, bool);
 
-#[allow(clippy::too_many_lines)]
+/// Every rule, in the order the table adds them.
+const RULES: [(&str, Toggle); 9] = [
+    ("title", |r, on| r.title = on),
+    ("noise filter", |r, on| r.noise_filter = on),
+    ("abbreviations", |r, on| r.abbreviations = on),
+    ("hierarchy", |r, on| r.hierarchy = on),
+    ("check tags", |r, on| r.check_tags = on),
+    ("mixed sex", |r, on| r.mixed_sex = on),
+    ("age groups", |r, on| r.age_groups = on),
+    ("adult default", |r, on| r.adult_default = on),
+    ("study design", |r, on| r.study_design = on),
+];
+
 fn run() -> Result<(), String> {
     let args = parse_args()?;
     let c = load(&args.data)?;
@@ -192,54 +202,50 @@ fn run() -> Result<(), String> {
         DocumentLinker::new(&c.vocab, &link).map_err(|e| format!("{e:#}"))
     };
 
-    // Before: the union of passage mentions with the graph stoplist.
-    let literal = build(Rules::LITERAL)?;
-    let linked = link_all(&literal, &c.documents);
-    let before: Vec<Vec<u32>> = linked
-        .iter()
-        .map(|d| {
-            let mut v: Vec<u32> = d
-                .passage_mentions
-                .iter()
-                .flatten()
-                .map(|&(c, _)| c)
-                .collect();
-            v.sort_unstable();
-            v.dedup();
-            v
-        })
-        .collect();
+    // Before: the union of passage mentions with the graph stoplist, with the linker as it
+    // was before document-level linking (no cancer variants, publication types linked, no
+    // "will" stop) and with this branch's graph linker.
+    let legacy = LinkConfig {
+        cancer_variants: false,
+        excluded_branches: Vec::new(),
+        stoplist: DEFAULT_STOPLIST
+            .iter()
+            .filter(|s| **s != "Will")
+            .map(|s| (*s).to_owned())
+            .collect(),
+        ..LinkConfig::default()
+    };
+    let legacy = DocumentLinker::new(&c.vocab, &legacy).map_err(|e| format!("{e:#}"))?;
+    let union = |linked: &[DocumentConcepts]| -> Vec<Vec<u32>> {
+        linked
+            .iter()
+            .map(|d| {
+                let mut v: Vec<u32> = d
+                    .passage_mentions
+                    .iter()
+                    .flatten()
+                    .map(|&(c, _)| c)
+                    .collect();
+                v.sort_unstable();
+                v.dedup();
+                v
+            })
+            .collect()
+    };
+    let before = union(&link_all(&legacy, &c.documents));
+    let graph_linker = build(Rules::LITERAL)?;
+    let graph_only = union(&link_all(&graph_linker, &c.documents));
 
     let mut configs: Vec<(String, Rules)> = vec![("literal, no stoplist".into(), Rules::LITERAL)];
-    let steps: [(&str, fn(&mut Rules)); 9] = [
-        ("title", |r| r.title = true),
-        ("noise filter", |r| r.noise_filter = true),
-        ("abbreviations", |r| r.abbreviations = true),
-        ("hierarchy", |r| r.hierarchy = true),
-        ("check tags", |r| r.check_tags = true),
-        ("mixed sex", |r| r.mixed_sex = true),
-        ("age groups", |r| r.age_groups = true),
-        ("adult default", |r| r.adult_default = true),
-        ("study design", |r| r.study_design = true),
-    ];
     let mut acc = Rules::LITERAL;
-    for (name, f) in steps {
-        f(&mut acc);
+    for (name, toggle) in RULES {
+        toggle(&mut acc, true);
         configs.push((format!("+ {name}"), acc));
     }
-    let offs: [(&str, fn(&mut Rules)); 9] = [
-        ("title", |r| r.title = false),
-        ("noise filter", |r| r.noise_filter = false),
-        ("abbreviations", |r| r.abbreviations = false),
-        ("hierarchy", |r| r.hierarchy = false),
-        ("check tags", |r| r.check_tags = false),
-        ("mixed sex", |r| r.mixed_sex = false),
-        ("age groups", |r| r.age_groups = false),
-        ("adult default", |r| r.adult_default = false),
-        ("study design", |r| r.study_design = false),
-    ];
-    for (name, f) in offs {
-        configs.push((format!("all − {name}"), without(f)));
+    for (name, toggle) in RULES {
+        let mut r = Rules::ALL;
+        toggle(&mut r, false);
+        configs.push((format!("all − {name}"), r));
     }
 
     println!(
@@ -250,9 +256,17 @@ fn run() -> Result<(), String> {
     println!(
         "{}",
         row(
-            "before: passage matches, graph stoplist",
+            "before: passage matches, graph stoplist (main's linker)",
             scores(&c, &before, |_| true),
             per_doc(&before)
+        )
+    );
+    println!(
+        "{}",
+        row(
+            "passage matches, graph stoplist (this branch's graph linker)",
+            scores(&c, &graph_only, |_| true),
+            per_doc(&graph_only)
         )
     );
     for (name, rules) in &configs {
@@ -269,7 +283,10 @@ fn run() -> Result<(), String> {
         } else {
             name.clone()
         };
-        println!("{}", row(&label, scores(&c, &pred, |_| true), per_doc(&pred)));
+        println!(
+            "{}",
+            row(&label, scores(&c, &pred, |_| true), per_doc(&pred))
+        );
     }
 
     // Final, by half, and timing.
@@ -282,7 +299,10 @@ fn run() -> Result<(), String> {
     let pred: Vec<Vec<u32>> = linked.iter().map(DocumentConcepts::concept_ids).collect();
     println!("\n| final configuration on | documents | F1 exact | F1 parents |");
     println!("| --- | ---: | ---: | ---: |");
-    for (name, parity) in [("even documents (tuning half)", 0), ("odd documents (held out)", 1)] {
+    for (name, parity) in [
+        ("even documents (tuning half)", 0),
+        ("odd documents (held out)", 1),
+    ] {
         let (e, p) = scores(&c, &pred, |d| d % 2 == parity);
         println!(
             "| {name} | {} | {:.3} | {:.3} |",
@@ -303,6 +323,33 @@ fn run() -> Result<(), String> {
         bytes as f64 / link_s / 1e6,
         link_s,
         build_s
+    );
+
+    // What abbreviations change in the graph's passage mentions.
+    let no_abbr = link_all(
+        &build(Rules {
+            abbreviations: false,
+            ..Rules::ALL
+        })?,
+        &c.documents,
+    );
+    let total = |l: &[DocumentConcepts]| -> u64 {
+        l.iter()
+            .flat_map(|d| d.passage_mentions.iter().flatten())
+            .map(|&(_, k)| u64::from(k))
+            .sum()
+    };
+    let num_definitions: usize = c
+        .documents
+        .iter()
+        .flat_map(|d| std::iter::once(&d.title).chain(&d.passages))
+        .map(|t| agrag_pipeline::link::find_definitions(t).len())
+        .sum();
+    println!(
+        "\nAbbreviations: {num_definitions} definitions found; graph passage mentions (occurrences) \
+         {} with the rule, {} without.",
+        total(&linked),
+        total(&no_abbr)
     );
 
     // Precision by evidence.
@@ -363,16 +410,28 @@ fn diagnose(c: &Corpus, linked: &[DocumentConcepts], top: usize) {
     // Text concepts by title / number of mentions.
     let mut buckets: BTreeMap<(bool, u32), (u32, u32)> = BTreeMap::new();
     for (d, dc) in linked.iter().enumerate().filter(|(d, _)| d % 2 == 0) {
-        for x in dc.concepts.iter().filter(|x| x.evidence <= Evidence::Abbreviation) {
-            let b = buckets.entry((x.in_title, x.num_mentions.min(4))).or_default();
+        for x in dc
+            .concepts
+            .iter()
+            .filter(|x| x.evidence <= Evidence::Abbreviation)
+        {
+            let b = buckets
+                .entry((x.in_title, x.num_mentions.min(4)))
+                .or_default();
             b.0 += 1;
             b.1 += u32::from(c.reference[d].binary_search(&x.concept).is_ok());
         }
     }
-    println!("\n## Even half: text concepts by title and mentions\n\n| in title | mentions | concepts | precision |");
+    println!(
+        "\n## Even half: text concepts by title and mentions\n\n| in title | mentions | concepts | precision |"
+    );
     println!("| --- | ---: | ---: | ---: |");
     for ((t, m), (k, r)) in &buckets {
-        println!("| {t} | {m}{} | {k} | {:.2} |", if *m == 4 { "+" } else { "" }, f64::from(*r) / f64::from(*k));
+        println!(
+            "| {t} | {m}{} | {k} | {:.2} |",
+            if *m == 4 { "+" } else { "" },
+            f64::from(*r) / f64::from(*k)
+        );
     }
     let mut fpv: Vec<(u32, u32, u32)> = fp.into_iter().map(|(k, (w, p))| (w, p, k)).collect();
     fpv.sort_by(|a, b| b.0.cmp(&a.0).then(a.2.cmp(&b.2)));
@@ -387,7 +446,9 @@ fn diagnose(c: &Corpus, linked: &[DocumentConcepts], top: usize) {
     for (n, k) in fnv.iter().take(top) {
         println!("| {} | {n} |", name(*k));
     }
-    println!("\n## Even half: inferred headings\n\n| evidence | heading | predicted | right | precision |");
+    println!(
+        "\n## Even half: inferred headings\n\n| evidence | heading | predicted | right | precision |"
+    );
     println!("| --- | --- | ---: | ---: | ---: |");
     for ((e, k), (p, r, _)) in &inferred {
         println!(
@@ -402,12 +463,21 @@ fn diagnose(c: &Corpus, linked: &[DocumentConcepts], top: usize) {
 /// with their evidence, and missed headings.
 fn explain(c: &Corpus, linked: &[DocumentConcepts], top: usize) {
     let name = |x: u32| c.vocab.concepts[x as usize].preferred_term.as_str();
-    for (d, dc) in linked.iter().enumerate().filter(|(d, _)| d % 2 == 0).take(top) {
+    for (d, dc) in linked
+        .iter()
+        .enumerate()
+        .filter(|(d, _)| d % 2 == 0)
+        .take(top)
+    {
         let doc = &c.documents[d];
         println!("\n### {} {}", doc.key, doc.title);
         for t in std::iter::once(&doc.title).chain(&doc.passages) {
             for def in agrag_pipeline::link::find_definitions(t) {
-                println!("- abbreviation {} = {:?}", def.short, &t[def.long_start..def.long_end]);
+                println!(
+                    "- abbreviation {} = {:?}",
+                    def.short,
+                    &t[def.long_start..def.long_end]
+                );
             }
         }
         let pred = dc.concept_ids();

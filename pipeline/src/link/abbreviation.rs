@@ -83,7 +83,11 @@ fn best_long_form(short: &str, candidate: &str) -> Option<usize> {
     }
     // Widen to the start of the word (as the original does with lastIndexOf(" ")).
     let at = lf[l].0;
-    Some(candidate[..at].rfind(char::is_whitespace).map_or(0, |s| s + 1))
+    Some(
+        candidate[..at]
+            .rfind(char::is_whitespace)
+            .map_or(0, |s| s + 1),
+    )
 }
 
 /// Every abbreviation definition in `text`, in text order.
@@ -148,7 +152,12 @@ pub fn find_definitions(text: &str) -> Vec<Definition> {
 /// Byte spans of the whole-word, case-sensitive occurrences of `short` (or its plural
 /// `short` + `s`) in `text`.
 pub fn occurrences(text: &str, short: &str) -> Vec<(usize, usize)> {
-    let alnum_before = |i: usize| text[..i].chars().next_back().is_some_and(char::is_alphanumeric);
+    let alnum_before = |i: usize| {
+        text[..i]
+            .chars()
+            .next_back()
+            .is_some_and(char::is_alphanumeric)
+    };
     let alnum_at = |i: usize| text[i..].chars().next().is_some_and(char::is_alphanumeric);
     let mut out = Vec::new();
     for (s, m) in text.match_indices(short) {
@@ -188,10 +197,7 @@ mod tests {
             pairs(text),
             vec![
                 ("PCD".to_owned(), "Programmed cell death".to_owned()),
-                (
-                    "PTP".to_owned(),
-                    "permeability transition pore".to_owned()
-                ),
+                ("PTP".to_owned(), "permeability transition pore".to_owned()),
                 ("CsA".to_owned(), "cyclosporine A".to_owned()),
                 ("HRV".to_owned(), "heart rate variability".to_owned()),
             ]

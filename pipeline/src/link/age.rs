@@ -122,7 +122,8 @@ pub(crate) fn age_intervals(tokens: &[Token]) -> Vec<(f64, f64)> {
         // A tolerance ("± 5 years", "+/- 5 y") is not an age.
         let before = |k: usize| i.checked_sub(k).and_then(|j| tokens.get(j));
         if matches!(before(1), Some(Token::Sym('±')))
-            || (matches!(before(1), Some(Token::Sym('-'))) && matches!(before(2), Some(Token::Sym('/'))))
+            || (matches!(before(1), Some(Token::Sym('-')))
+                && matches!(before(2), Some(Token::Sym('/'))))
         {
             i += 1;
             continue;
@@ -130,7 +131,8 @@ pub(crate) fn age_intervals(tokens: &[Token]) -> Vec<(f64, f64)> {
         // Range: N1 (-|to|and) N2 unit.
         let mut n2 = None;
         let mut next = i + 1;
-        if (is_dash(tokens.get(i + 1)) || tokens.get(i + 1).is_some_and(|t| t.is_any(&["to", "and"])))
+        if (is_dash(tokens.get(i + 1))
+            || tokens.get(i + 1).is_some_and(|t| t.is_any(&["to", "and"])))
             && let Some(Token::Num(x)) = tokens.get(i + 2)
         {
             n2 = Some(*x);
@@ -141,11 +143,16 @@ pub(crate) fn age_intervals(tokens: &[Token]) -> Vec<(f64, f64)> {
         let ctx_before = (1..=6).any(|k| before(k).is_some_and(|t| t.is_any(AGE_CONTEXT)));
         let after = unit.map_or(next, |(j, _)| j);
         // "45-year-old": one hyphen may sit between the unit and "old".
-        let a = if is_dash(tokens.get(after)) { after + 1 } else { after };
+        let a = if is_dash(tokens.get(after)) {
+            after + 1
+        } else {
+            after
+        };
         let ctx_after = tokens.get(a).is_some_and(|t| t.is_any(&["old", "older"]))
             || (tokens.get(a).is_some_and(|t| t.is("of"))
                 && tokens.get(a + 1).is_some_and(|t| t.is("age")));
-        let aged_just_before = (1..=2).any(|k| before(k).is_some_and(|t| t.is_any(&["age", "aged"])));
+        let aged_just_before =
+            (1..=2).any(|k| before(k).is_some_and(|t| t.is_any(&["age", "aged"])));
         if !(ctx_before || ctx_after) || (unit.is_none() && !aged_just_before) {
             i += 1;
             continue;
@@ -169,7 +176,11 @@ pub(crate) fn age_intervals(tokens: &[Token]) -> Vec<(f64, f64)> {
                     && before(2).is_some_and(|t| t.is_any(&["younger", "less"])));
             let x = n1 * u;
             if low_bound {
-                let end = if x >= OPEN_END_OLD_FROM_YEARS { f64::INFINITY } else { OPEN_END_YEARS };
+                let end = if x >= OPEN_END_OLD_FROM_YEARS {
+                    f64::INFINITY
+                } else {
+                    OPEN_END_YEARS
+                };
                 (x, end.max(x))
             } else if high_bound {
                 (if x <= 19.0 { 0.0 } else { 19.0 }, x)

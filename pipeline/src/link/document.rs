@@ -185,7 +185,6 @@ pub const DOCUMENT_NOISE: &[&str] = &[
 
 /// Which rules build the document set. See the [module docs](self) for each.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[allow(clippy::struct_excessive_bools)]
 pub struct Rules {
     /// Link the title like a passage.
     pub title: bool,
@@ -360,9 +359,7 @@ impl DocumentLinker {
             .into_iter()
             .chain(AGE_GROUPS.iter().map(|(h, _, _)| *h))
             .chain(DESIGN_RULES.iter().map(|r| r.heading));
-        let headings = names
-            .filter_map(|h| index.get(h).map(|c| (h, c)))
-            .collect();
+        let headings = names.filter_map(|h| index.get(h).map(|c| (h, c))).collect();
         let mut parents = vec![Vec::new(); vocab.len()];
         for &(c, p) in &vocab.broader {
             parents[c as usize].push(p);
@@ -395,7 +392,9 @@ impl DocumentLinker {
     /// # Determinism
     /// The result depends only on the text, the vocabulary and the configuration.
     pub fn link_document(&self, title: &str, passages: &[&str]) -> DocumentConcepts {
-        let segments: Vec<&str> = std::iter::once(title).chain(passages.iter().copied()).collect();
+        let segments: Vec<&str> = std::iter::once(title)
+            .chain(passages.iter().copied())
+            .collect();
         let mut open: Vec<Vec<Link>> = segments.iter().map(|s| self.open.find(s)).collect();
         let mut graph: Vec<Vec<Link>> = passages.iter().map(|s| self.graph.find(s)).collect();
         // Links created by abbreviation uses, per segment.
@@ -513,17 +512,21 @@ impl DocumentLinker {
     }
 
     /// Drops every text-matched concept that is an ancestor of another text-matched concept.
+    /// The headings the rules infer (check tags, age groups, designs) take no part: indexers
+    /// assign every age group a population spans (*Adult* and *Aged*, though *Aged* is under
+    /// *Adult*).
     fn keep_narrowest(&self, set: &mut BTreeMap<u32, DocumentConcept>) {
+        let is_tag = |c: &u32| self.headings.values().any(|h| h == c);
         let mut broader: HashSet<u32> = HashSet::new();
-        for &c in set.keys() {
-            let mut stack: Vec<u32> = self.parents[c as usize].clone();
+        for c in set.keys().filter(|c| !is_tag(c)) {
+            let mut stack: Vec<u32> = self.parents[*c as usize].clone();
             while let Some(p) = stack.pop() {
                 if broader.insert(p) {
                     stack.extend_from_slice(&self.parents[p as usize]);
                 }
             }
         }
-        set.retain(|c, _| !broader.contains(c));
+        set.retain(|c, _| is_tag(c) || !broader.contains(c));
     }
 }
 
@@ -577,7 +580,11 @@ fn abbreviation_uses(
     for a in abbreviations {
         for (s, e) in occurrences(text, &a.short) {
             let defining = a.segment == k && a.paren.0 <= s && e <= a.paren.1;
-            let concepts = if defining { Vec::new() } else { a.concepts.clone() };
+            let concepts = if defining {
+                Vec::new()
+            } else {
+                a.concepts.clone()
+            };
             uses.push((s, e, concepts));
         }
     }
@@ -701,8 +708,17 @@ mod tests {
         assert_eq!((apo.num_mentions, apo.evidence), (3, Evidence::Text));
         assert!(!set(&v, &dc).contains(&"PTP"));
         // Without the rule, "PTP" links by the dictionary and "PCD" links nothing.
-        let off = linker(&v, Rules { abbreviations: false, ..Rules::ALL })
-            .link_document("", &["Programmed cell death (PCD) is regulated.", "PCD; PTP."]);
+        let off = linker(
+            &v,
+            Rules {
+                abbreviations: false,
+                ..Rules::ALL
+            },
+        )
+        .link_document(
+            "",
+            &["Programmed cell death (PCD) is regulated.", "PCD; PTP."],
+        );
         assert_eq!(mentions(&v, &off, 1), vec!["PTPx1"]);
     }
 
@@ -716,10 +732,22 @@ mod tests {
         assert!(s.contains(&"BRN"), "cancer variant of Breast Neoplasms");
         let both = set(&v, &l.link_document("", &["We studied 120 patients."]));
         assert!(both.contains(&"FEM") && both.contains(&"MAL") && both.contains(&"HUM"));
-        let no_mixed = linker(&v, Rules { mixed_sex: false, ..Rules::ALL });
-        let s = set(&v, &no_mixed.link_document("", &["We studied 120 patients."]));
+        let no_mixed = linker(
+            &v,
+            Rules {
+                mixed_sex: false,
+                ..Rules::ALL
+            },
+        );
+        let s = set(
+            &v,
+            &no_mixed.link_document("", &["We studied 120 patients."]),
+        );
         assert!(!s.contains(&"FEM") && !s.contains(&"MAL"));
-        let rats = set(&v, &l.link_document("", &["Mitochondria of rats were isolated."]));
+        let rats = set(
+            &v,
+            &l.link_document("", &["Mitochondria of rats were isolated."]),
+        );
         assert_eq!(rats, vec!["ANI", "MIT", "RAT"]);
     }
 
@@ -729,14 +757,23 @@ mod tests {
         let l = linker(&v, Rules::ALL);
         let s = set(
             &v,
-            &l.link_document("", &["A retrospective review of patients aged 50 to 70 years."]),
+            &l.link_document(
+                "",
+                &["A retrospective review of patients aged 50 to 70 years."],
+            ),
         );
         assert!(s.contains(&"MID") && s.contains(&"AGE") && !s.contains(&"ADU"));
         assert!(s.contains(&"RET"));
         // No age stated: the adult default.
         let s = set(&v, &l.link_document("", &["Patients were treated."]));
         assert!(s.contains(&"ADU") && s.contains(&"MID") && s.contains(&"AGE"));
-        let off = linker(&v, Rules { adult_default: false, ..Rules::ALL });
+        let off = linker(
+            &v,
+            Rules {
+                adult_default: false,
+                ..Rules::ALL
+            },
+        );
         let s = set(&v, &off.link_document("", &["Patients were treated."]));
         assert!(!s.contains(&"ADU"));
     }
@@ -747,7 +784,13 @@ mod tests {
         let text = ["Neoplasms, breast neoplasms in particular, in 12 rats."];
         let s = set(&v, &linker(&v, Rules::ALL).link_document("", &text));
         assert!(s.contains(&"BRN") && !s.contains(&"NEO"));
-        let off = linker(&v, Rules { hierarchy: false, ..Rules::ALL });
+        let off = linker(
+            &v,
+            Rules {
+                hierarchy: false,
+                ..Rules::ALL
+            },
+        );
         let s = set(&v, &off.link_document("", &text));
         assert!(s.contains(&"BRN") && s.contains(&"NEO"));
     }
@@ -764,8 +807,19 @@ mod tests {
         assert_eq!(mentions(&v, &dc, 0), vec!["NEOx1"]);
         let s = set(&v, &dc);
         assert!(s.contains(&"MIT") && s.contains(&"HUM") && !s.contains(&"PAT"));
-        let no_title = linker(&v, Rules { title: false, ..Rules::ALL });
-        assert!(!set(&v, &no_title.link_document("Do mitochondria matter?", &["Text."]))
-            .contains(&"MIT"));
+        let no_title = linker(
+            &v,
+            Rules {
+                title: false,
+                ..Rules::ALL
+            },
+        );
+        assert!(
+            !set(
+                &v,
+                &no_title.link_document("Do mitochondria matter?", &["Text."])
+            )
+            .contains(&"MIT")
+        );
     }
 }

@@ -128,7 +128,10 @@ mod tests {
         )
         .unwrap();
         let exact = score_document(&v, &[0, 3], &[1], Matching::Exact);
-        assert_eq!((exact.num_predicted_right, exact.num_reference_found), (0, 0));
+        assert_eq!(
+            (exact.num_predicted_right, exact.num_reference_found),
+            (0, 0)
+        );
         let lenient = score_document(&v, &[0, 3], &[1], Matching::WithParents);
         assert_eq!(
             (lenient.num_predicted_right, lenient.num_reference_found),
@@ -138,7 +141,10 @@ mod tests {
         let grandparent = score_document(&v, &[0], &[2], Matching::WithParents);
         assert_eq!(grandparent.num_predicted_right, 0);
         let child = score_document(&v, &[2], &[1], Matching::WithParents);
-        assert_eq!((child.num_predicted_right, child.num_reference_found), (0, 0));
+        assert_eq!(
+            (child.num_predicted_right, child.num_reference_found),
+            (0, 0)
+        );
         assert!((lenient.precision() - 0.5).abs() < 1e-12);
         assert!((lenient.f1() - 2.0 / 3.0).abs() < 1e-12);
     }

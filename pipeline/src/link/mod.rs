@@ -289,7 +289,8 @@ pub fn excluded_by_branch(vocab: &Vocabulary, roots: &[String]) -> Vec<bool> {
                 .filter(|&p| state[p as usize] == 0)
                 .collect();
             if pending.is_empty() {
-                let is_root = roots.contains(&vocab.concepts[c as usize].preferred_term.to_lowercase());
+                let is_root =
+                    roots.contains(&vocab.concepts[c as usize].preferred_term.to_lowercase());
                 let mut parents = vocab.parents(c).peekable();
                 let under = parents.peek().is_some() && parents.all(|p| state[p as usize] == 2);
                 state[c as usize] = if is_root || under { 2 } else { 1 };
@@ -522,7 +523,10 @@ mod tests {
             synonyms: s.iter().map(|x| (*x).into()).collect(),
         };
         let v = Vocabulary::from_parts(
-            vec![c("D1", "Prostatic Neoplasms", &["Prostate Neoplasms"]), c("D2", "Prostate", &[])],
+            vec![
+                c("D1", "Prostatic Neoplasms", &["Prostate Neoplasms"]),
+                c("D2", "Prostate", &[]),
+            ],
             &[],
             "v".into(),
         )

@@ -176,7 +176,12 @@ const fn rule(heading: &'static str, any: &'static [&'static str]) -> PhraseRule
 pub(crate) const DESIGN_RULES: &[PhraseRule] = &[
     rule(
         "Retrospective Studies",
-        &["retrospective", "retrospectively", "chart review", "medical records"],
+        &[
+            "retrospective",
+            "retrospectively",
+            "chart review",
+            "medical records",
+        ],
     ),
     rule("Prospective Studies", &["prospective", "prospectively"]),
     rule("Cross-Sectional Studies", &["cross sectional"]),
@@ -187,7 +192,13 @@ pub(crate) const DESIGN_RULES: &[PhraseRule] = &[
     rule("Longitudinal Studies", &["longitudinal"]),
     rule(
         "Surveys and Questionnaires",
-        &["questionnaire", "questionnaires", "survey", "surveys", "surveyed"],
+        &[
+            "questionnaire",
+            "questionnaires",
+            "survey",
+            "surveys",
+            "surveyed",
+        ],
     ),
     PhraseRule {
         heading: "Sensitivity and Specificity",
@@ -208,10 +219,18 @@ pub(crate) const DESIGN_RULES: &[PhraseRule] = &[
             "independent predictors",
         ],
     ),
-    rule("Risk Assessment", &["risk assessment", "risk stratification"]),
+    rule(
+        "Risk Assessment",
+        &["risk assessment", "risk stratification"],
+    ),
     rule(
         "Prognosis",
-        &["prognosis", "prognostic", "predictors of survival", "predictors of outcome"],
+        &[
+            "prognosis",
+            "prognostic",
+            "predictors of survival",
+            "predictors of outcome",
+        ],
     ),
     rule("Prevalence", &["prevalence"]),
     rule("Quality of Life", &["quality of life"]),
@@ -240,18 +259,38 @@ pub(crate) const DESIGN_RULES: &[PhraseRule] = &[
     ),
     rule(
         "Disease-Free Survival",
-        &["disease free survival", "recurrence free", "progression free", "event free"],
+        &[
+            "disease free survival",
+            "recurrence free",
+            "progression free",
+            "event free",
+        ],
     ),
     rule(
         "Proportional Hazards Models",
-        &["cox regression", "cox proportional", "proportional hazards", "cox model"],
+        &[
+            "cox regression",
+            "cox proportional",
+            "proportional hazards",
+            "cox model",
+        ],
     ),
     rule(
         "Neoplasm Staging",
-        &["tnm", "staging", "stage i", "stage ii", "stage iii", "stage iv"],
+        &[
+            "tnm",
+            "staging",
+            "stage i",
+            "stage ii",
+            "stage iii",
+            "stage iv",
+        ],
     ),
     rule("Acute Disease", &["acute"]),
-    rule("Age Factors", &["age groups", "age group", "older age", "younger age"]),
+    rule(
+        "Age Factors",
+        &["age groups", "age group", "older age", "younger age"],
+    ),
 ];
 
 /// Whether any of `phrases` occurs in `words`.
