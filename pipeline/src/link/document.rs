@@ -9,7 +9,7 @@
 //! | rule | what it does |
 //! | --- | --- |
 //! | `title` | the title (the article's question) is linked like a passage |
-//! | `abbreviations` | "programmed cell death (PCD)" makes every later `PCD` a mention of the long form's concept, and stops `PCD` from linking to a dictionary acronym of another meaning ([`abbreviation`](super::abbreviation), Schwartz & Hearst 2003) |
+//! | `abbreviations` | "programmed cell death (PCD)" makes every later `PCD` a mention of the long form's concept, and stops `PCD` from linking to a dictionary acronym of another meaning ([`find_definitions`], Schwartz & Hearst 2003) |
 //! | `noise_filter` | concepts matched only through everyday words ("patients", "time", "treatment", "aged") are never put in the document set ([`DOCUMENT_NOISE`]) |
 //! | `hierarchy` | of two text-matched concepts where one is broader than the other, only the narrower is kept (indexers assign the most specific heading) |
 //! | `check_tags` | *Humans*, *Animals*, *Female*, *Male*, *Pregnancy* from population words ("patients", "women", "rats", "pregnant") |
