@@ -373,7 +373,6 @@ impl Linker {
             targets.push(ts);
         }
         let automaton = AhoCorasickBuilder::new()
-            .ascii_case_insensitive(true)
             .match_kind(MatchKind::Standard)
             .build(&keys)
             .map_err(|e| {
@@ -398,7 +397,9 @@ impl Linker {
                 .is_some_and(char::is_alphanumeric)
         };
         let mut spans: Vec<(usize, usize, usize)> = Vec::new(); // (start, end, pattern)
-        for m in self.automaton.find_overlapping_iter(text) {
+        // Patterns are ASCII-lower-cased; so is the text searched (same byte offsets).
+        let folded = text.to_ascii_lowercase();
+        for m in self.automaton.find_overlapping_iter(&folded) {
             let (s, e) = (m.start(), m.end());
             if !text.is_char_boundary(s) || !text.is_char_boundary(e) {
                 continue;
