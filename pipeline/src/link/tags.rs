@@ -50,6 +50,15 @@ pub(crate) const HUMAN_WORDS: &[&str] = &[
     "survivors",
     "veterans",
     "smokers",
+    "child",
+    "parents",
+    "families",
+    "athletes",
+    "players",
+    "workers",
+    "employees",
+    "population",
+    "populations",
 ];
 
 /// Words of animal studies → *Animals*.
