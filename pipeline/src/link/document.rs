@@ -16,11 +16,12 @@
 //! | `mixed_sex` | a study of people that names neither sex gets both *Female* and *Male* (indexers tag the sexes of the study population, which abstracts rarely spell out) |
 //! | `age_groups` | MeSH age groups from stated ages ("aged 35 to 65 years", "mean age 62 ± 8 years") and age words ("children", "elderly") |
 //! | `adult_default` | a study of people that states no age and no age word gets *Adult*, *Middle Aged* and *Aged*: the ages of most clinical study populations, which indexers read in the full text |
-//! | `study_design` | *Retrospective Studies*, *Follow-Up Studies*, *Surveys and Questionnaires*… from the words that signal them |
+//! | `study_design` | *Retrospective Studies*, *Cross-Sectional Studies*, *Surveys and Questionnaires*, *Risk Factors*… from the words that signal them |
 //!
 //! The passage mentions for the graph keep the graph's own stoplist
-//! ([`LinkConfig::stoplist`]): no check tag or generic heading ever becomes a graph node. They
-//! only gain the `abbreviations` rule.
+//! ([`LinkConfig::stoplist`]): no check tag or generic heading ever becomes a graph node. Of
+//! the rules above they only gain `abbreviations` (on the shipped corpus, +11 % mention
+//! occurrences).
 //!
 //! Nothing here reads a document's own headings; they are only the reference the quality
 //! bench compares with.
@@ -309,6 +310,38 @@ struct Abbreviation {
 
 /// Links whole documents. Built once per vocabulary; `link_document` is `&self` and may be
 /// called from many threads.
+///
+/// # Examples
+/// ```
+/// use agrag_pipeline::link::{Concept, DocumentLinker, LinkConfig, Vocabulary};
+///
+/// let c = |id: &str, term: &str| Concept {
+///     id: id.into(),
+///     preferred_term: term.into(),
+///     synonyms: vec![],
+/// };
+/// let vocab = Vocabulary::from_parts(
+///     vec![c("D1", "Apoptosis"), c("D2", "Humans"), c("D3", "Retrospective Studies")],
+///     &[],
+///     "mesh".into(),
+/// )?;
+/// let linker = DocumentLinker::new(&vocab, &LinkConfig::default())?;
+/// let doc = linker.link_document(
+///     "Is apoptosis (AP) involved?",
+///     &["We retrospectively reviewed 40 patients.", "AP was seen in 12."],
+/// );
+/// // Apoptosis in the title, and once more through its abbreviation in the second passage;
+/// // Humans and the study design are inferred. Graph mentions have no check tag.
+/// let ids: Vec<&str> = doc
+///     .concepts
+///     .iter()
+///     .map(|c| vocab.concepts[c.concept as usize].id.as_str())
+///     .collect();
+/// assert_eq!(ids, ["D1", "D2", "D3"]);
+/// assert_eq!(doc.concepts[0].num_mentions, 2);
+/// assert_eq!(doc.passage_mentions, vec![vec![], vec![(0, 1)]]);
+/// # Ok::<(), agrag_pipeline::PipelineError>(())
+/// ```
 #[derive(Debug)]
 pub struct DocumentLinker {
     /// Linker with the graph's stoplist: passage mentions.
