@@ -85,8 +85,10 @@ fn best_long_form(short: &str, candidate: &str) -> Option<usize> {
     let at = lf[l].0;
     Some(
         candidate[..at]
-            .rfind(char::is_whitespace)
-            .map_or(0, |s| s + 1),
+            .char_indices()
+            .rev()
+            .find(|(_, c)| c.is_whitespace())
+            .map_or(0, |(i, c)| i + c.len_utf8()),
     )
 }
 
@@ -178,6 +180,8 @@ pub fn occurrences(text: &str, short: &str) -> Vec<(usize, usize)> {
 
 #[cfg(test)]
 mod tests {
+    use proptest::prelude::*;
+
     use super::*;
 
     fn pairs(text: &str) -> Vec<(String, String)> {
@@ -213,6 +217,34 @@ mod tests {
         );
         // No letters in order: no definition.
         assert!(pairs("the new device (XYZ) was used").is_empty());
+    }
+
+    #[test]
+    fn multibyte_spaces_and_letters() {
+        // A no-break space (two bytes) just before the long form.
+        let t = "seen in\u{a0}mitochondrial potential (MP) and MP loss";
+        let d = find_definitions(t);
+        assert_eq!(d.len(), 1);
+        assert_eq!(
+            &t[d[0].long_start..d[0].long_end],
+            "mitochondrial potential"
+        );
+        // Greek letters have no Latin counterpart in the long form: no definition, but uses
+        // are still found.
+        let t = "membrane potential (ΔΨm) and ΔΨm loss";
+        assert!(find_definitions(t).is_empty());
+        assert_eq!(occurrences(t, "ΔΨm").len(), 2);
+    }
+
+    proptest! {
+        #[test]
+        fn never_panics(text in "[ a-zA-Z(),.;\u{a0}\u{394}\u{3a8}0-9-]{0,80}") {
+            for d in find_definitions(&text) {
+                prop_assert!(d.long_start < d.long_end && d.long_end <= d.paren_start);
+                prop_assert!(text.is_char_boundary(d.long_start));
+                let _ = occurrences(&text, &d.short);
+            }
+        }
     }
 
     #[test]
