@@ -17,7 +17,7 @@ use crate::graph::Graph;
 use crate::graph::builder::{Mention, cooccurrence};
 use crate::ingest::read_jsonl;
 use crate::leiden::{LeidenConfig, hierarchical_leiden};
-use crate::link::{LinkConfig, Linker, load_vocabulary};
+use crate::link::{DocumentConcepts, DocumentLinker, LinkConfig, TermIndex, load_vocabulary};
 use crate::publish::{RunTables, publish};
 use crate::report::{Adjacency, PassageRef, ReportWriter, community_context};
 
@@ -225,52 +225,62 @@ fn run_in_pool(cfg: &RunConfig) -> Result<RunSummary> {
             c.dropped_edge.1
         );
     }
-    let linker = Linker::new(&vocab, &cfg.link)?;
-    let found: Vec<Vec<(u32, u32)>> = passage_refs
+    // Whole documents (title + passages that are not deleted or superseded), in parallel.
+    let linker = DocumentLinker::new(&vocab, &cfg.link)?;
+    let mut first_passage = Vec::with_capacity(corpus.documents.len());
+    let mut next = 0usize;
+    for doc in &corpus.documents {
+        first_passage.push(next);
+        next += doc.passages.len();
+    }
+    let linked: Vec<Option<(Vec<usize>, DocumentConcepts)>> = corpus
+        .documents
         .par_iter()
-        .map(|p| {
-            let r = linker.concepts_in(p.text);
-            bar.inc(1);
-            r
+        .zip(first_passage.par_iter())
+        .map(|(doc, &first)| {
+            let kept: Vec<usize> = (first..first + doc.passages.len())
+                .filter(|&p| !passage_excluded[p])
+                .collect();
+            bar.inc(doc.passages.len() as u64);
+            if kept.is_empty() {
+                return None;
+            }
+            let texts: Vec<&str> = kept.iter().map(|&p| passage_refs[p].text).collect();
+            Some((kept, linker.link_document(&doc.title, &texts)))
         })
         .collect();
     let mut mentions = Vec::new();
     let mut occurrences: HashMap<(u32, u32), u32> = HashMap::new();
     let mut document_linked = vec![false; corpus.documents.len()];
     let mut document_concepts: Vec<(&'static str, u32, u32)> = Vec::new();
-    for (p, concepts) in found.iter().enumerate() {
-        let doc = passage_refs[p].document;
-        if passage_excluded[p] {
+    for (d, found) in linked.iter().enumerate() {
+        let Some((kept, dc)) = found else {
             continue;
+        };
+        for (&p, concepts) in kept.iter().zip(&dc.passage_mentions) {
+            for &(c, n) in concepts {
+                mentions.push(Mention {
+                    passage: p as u32,
+                    concept: c,
+                });
+                occurrences.insert((p as u32, c), n);
+            }
         }
-        for &(c, n) in concepts {
-            mentions.push(Mention {
-                passage: p as u32,
-                concept: c,
-            });
-            occurrences.insert((p as u32, c), n);
-            document_linked[doc as usize] = true;
-            document_concepts.push((NODE_FIELD_CONCEPT, doc, c));
+        for x in &dc.concepts {
+            document_concepts.push((NODE_FIELD_CONCEPT, d as u32, x.concept));
         }
+        document_linked[d] = !dc.concepts.is_empty();
     }
     // The input's own headings, resolved by preferred term or synonym (case-folded).
-    let mut term_index: HashMap<String, u32> = HashMap::new();
-    for (i, c) in vocab.concepts.iter().enumerate() {
-        for s in &c.synonyms {
-            term_index.entry(s.to_lowercase()).or_insert(i as u32);
-        }
-    }
-    for (i, c) in vocab.concepts.iter().enumerate() {
-        term_index.insert(c.preferred_term.to_lowercase(), i as u32);
-    }
+    let term_index = TermIndex::new(&vocab);
     let mut unresolved_headings = 0usize;
     for (d, doc) in corpus.documents.iter().enumerate() {
         if excluded_documents.contains(&doc.key) {
             continue;
         }
         for h in &doc.headings {
-            match term_index.get(&h.to_lowercase()) {
-                Some(&c) => document_concepts.push((NODE_FIELD_MESH, d as u32, c)),
+            match term_index.get(h) {
+                Some(c) => document_concepts.push((NODE_FIELD_MESH, d as u32, c)),
                 None => unresolved_headings += 1,
             }
         }

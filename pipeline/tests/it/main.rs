@@ -2,6 +2,8 @@
 
 // The whole job on a fixture from the real corpus; bad input; determinism of the tables.
 mod e2e;
+// Linking quality: exact F1 of the `concept` field against the corpus's MeSH headings (floor).
+mod linking;
 // Community detection: quality bar vs igraph, connectivity, hierarchy, determinism, input policy.
 mod leiden;
 // Live visibility, scope and every status of search_themes on a real snapshot.
