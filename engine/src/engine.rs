@@ -384,18 +384,6 @@ impl Engine {
                 return Ok(*a);
             }
         };
-        let all = snap.num_documents();
-        let text_scores = |q: &str| -> Result<concept::Scores> {
-            Ok(snap.text_index.search(q, all)?.into_iter().collect())
-        };
-        let query_scores = match &req.query {
-            Some(q) if !q.trim().is_empty() => Some(text_scores(q)?),
-            _ => None,
-        };
-        let keyword = match &req.keyword {
-            Some(q) if !q.trim().is_empty() => Some(text_scores(q)?),
-            _ => None,
-        };
         let vector = match &req.vector {
             Some(v) => match self.embed_query(snap, &v.input) {
                 Ok(q) => Some(concept::vector_scores(snap, &q, v.k)),
@@ -416,8 +404,6 @@ impl Engine {
             snap,
             req,
             &resolved,
-            query_scores.as_ref(),
-            keyword.as_ref(),
             vector.as_ref(),
         ))
     }

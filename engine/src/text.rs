@@ -7,7 +7,11 @@
 
 use std::path::Path;
 
-use tantivy::collector::TopDocs;
+use std::sync::Arc;
+
+use roaring::RoaringBitmap;
+use tantivy::collector::{Collector, SegmentCollector, TopDocs};
+use tantivy::columnar::Column;
 use tantivy::query::QueryParser;
 use tantivy::schema::{FAST, Field, INDEXED, STORED, Schema, TextFieldIndexing, TextOptions};
 use tantivy::tokenizer::{
@@ -161,8 +165,87 @@ impl TextIndex {
         Ok(out)
     }
 
+    /// BM25 scores of the documents in `within` that match `query`, as `(document row,
+    /// score)`, best first, ties by document row. One pass over the query's hits, keeping only
+    /// those in `within`: the cost follows the hits, not the size of the index.
+    ///
+    /// # Errors
+    /// [`EngineError::Internal`] when the search fails.
+    pub fn search_within(
+        &self,
+        query: &str,
+        within: &Arc<RoaringBitmap>,
+    ) -> Result<Vec<(u32, f32)>> {
+        let searcher = self.reader.searcher();
+        let parser = QueryParser::for_index(&self.index, vec![self.fields.title, self.fields.body]);
+        let (q, _errors) = parser.parse_query_lenient(query);
+        let mut out = searcher
+            .search(
+                &q,
+                &WithinCollector {
+                    within: within.clone(),
+                },
+            )
+            .map_err(|e| EngineError::Internal(format!("text search: {e}")))?;
+        out.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        Ok(out)
+    }
+
     /// Number of indexed documents.
     pub fn num_docs(&self) -> u64 {
         self.reader.searcher().num_docs()
+    }
+}
+
+/// Collects `(document row, score)` of hits whose row is in `within`.
+struct WithinCollector {
+    within: Arc<RoaringBitmap>,
+}
+
+struct WithinSegment {
+    within: Arc<RoaringBitmap>,
+    doc_ord: Column<u64>,
+    hits: Vec<(u32, f32)>,
+}
+
+impl Collector for WithinCollector {
+    type Fruit = Vec<(u32, f32)>;
+    type Child = WithinSegment;
+
+    fn for_segment(
+        &self,
+        _segment_local_id: tantivy::SegmentOrdinal,
+        segment: &tantivy::SegmentReader,
+    ) -> tantivy::Result<WithinSegment> {
+        Ok(WithinSegment {
+            within: self.within.clone(),
+            doc_ord: segment.fast_fields().u64("doc_ord")?,
+            hits: Vec::new(),
+        })
+    }
+
+    fn requires_scoring(&self) -> bool {
+        true
+    }
+
+    fn merge_fruits(&self, fruits: Vec<Vec<(u32, f32)>>) -> tantivy::Result<Vec<(u32, f32)>> {
+        Ok(fruits.into_iter().flatten().collect())
+    }
+}
+
+impl SegmentCollector for WithinSegment {
+    type Fruit = Vec<(u32, f32)>;
+
+    fn collect(&mut self, doc: tantivy::DocId, score: tantivy::Score) {
+        if let Some(ord) = self.doc_ord.first(doc)
+            && let Ok(ord) = u32::try_from(ord)
+            && self.within.contains(ord)
+        {
+            self.hits.push((ord, score));
+        }
+    }
+
+    fn harvest(self) -> Vec<(u32, f32)> {
+        self.hits
     }
 }

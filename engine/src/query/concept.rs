@@ -376,8 +376,6 @@ pub(crate) fn search(
     snap: &Snapshot,
     req: &ConceptRequest,
     resolved: &Resolved,
-    query_scores: Option<&Scores>,
-    keyword: Option<&Scores>,
     vector: Option<&Scores>,
 ) -> ConceptAnswer {
     let idx = &snap.concept_index;
@@ -420,6 +418,34 @@ pub(crate) fn search(
         }
     }
     filter &= &allowed;
+
+    // Text scores, restricted to the filter: a keyword clause can only keep filter documents,
+    // and the query only ranks them.
+    let shared = std::sync::Arc::new(filter.clone());
+    let text = |q: &Option<String>| -> Result<Option<Scores>, String> {
+        match q {
+            Some(q) if !q.trim().is_empty() => snap
+                .text_index
+                .search_within(q, &shared)
+                .map(|v| Some(v.into_iter().collect()))
+                .map_err(|e| e.to_string()),
+            _ => Ok(None),
+        }
+    };
+    let (query_scores, keyword) = match (text(&req.query), text(&req.keyword)) {
+        (Ok(q), Ok(k)) => (q, k),
+        (Err(message), _) | (_, Err(message)) => {
+            let mut a = ConceptAnswer::nothing(ConceptStatus::Failed, req.direction, &message);
+            a.run_id = Some(snap.run_id().to_owned());
+            a.failures.push(super::theme::Failure {
+                leg: "text".into(),
+                message,
+            });
+            return a;
+        }
+    };
+    let query_scores = query_scores.as_ref();
+    let keyword = keyword.as_ref();
 
     // Clauses.
     let mut ranked_by = "document_key";
