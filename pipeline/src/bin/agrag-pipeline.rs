@@ -35,6 +35,15 @@ enum Command {
     /// Community detection on a graph you bring: a `u<TAB>v[<TAB>w]` edge list (optionally
     /// gzipped, `#` comments). Prints statistics per level; writes membership Parquet on request.
     DetectGraph(DetectArgs),
+    /// Remove old runs: keep the newest N and always the run LATEST names.
+    Gc {
+        /// Snapshot root [default: $AGRAG_ROOT, else ./.agrag]
+        #[arg(long, env = "AGRAG_ROOT")]
+        root: Option<PathBuf>,
+        /// How many of the newest runs to keep (≥ 1)
+        #[arg(long)]
+        keep: usize,
+    },
 }
 
 #[derive(Args)]
@@ -288,6 +297,30 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Run(a) => run_cmd(a),
         Command::DetectGraph(a) => detect_cmd(a),
+        Command::Gc { root, keep } => {
+            let layout = agrag_engine::format::Layout::new(root.unwrap_or_else(default_root));
+            match layout.gc(keep) {
+                Ok(removed) => {
+                    for id in &removed {
+                        println!("removed run {id}");
+                    }
+                    println!(
+                        "{} runs removed, {} kept",
+                        removed.len(),
+                        layout.list_runs().map_or(0, |r| r.len())
+                    );
+                    Ok(())
+                }
+                Err(e) => {
+                    let code = if matches!(e, agrag_engine::EngineError::InvalidArgument { .. }) {
+                        2
+                    } else {
+                        1
+                    };
+                    Err((code, anyhow::Error::new(e).context("gc failed")))
+                }
+            }
+        }
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
