@@ -20,7 +20,8 @@ fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
-fn fixture_config(root: &Path) -> RunConfig {
+/// The pipeline on the 60-document fixture with the full MeSH, hash embedder, 2 threads.
+pub(crate) fn fixture_config(root: &Path) -> RunConfig {
     RunConfig {
         root: root.to_owned(),
         documents: repo().join("data/fixtures/pubmedqa-60.jsonl"),
