@@ -11,6 +11,7 @@ use roaring::RoaringBitmap;
 use crate::embed::{Embedder, HashEmbedder, hash::HASH_MODEL};
 use crate::error::{EngineError, Result};
 use crate::format::Layout;
+use crate::ivf::CandidateSearch;
 use crate::query::Scope;
 use crate::query::concept::{
     self, Combine, ConceptAnswer, ConceptRequest, ConceptSelector, ConceptStatus, Fusion,
@@ -28,6 +29,9 @@ pub struct EngineConfig {
     /// can run it (the built-in hash embedder always). A given embedder whose identity differs
     /// from the run's makes theme searches answer `failed`.
     pub embedder: Option<Arc<dyn Embedder>>,
+    /// How theme searches read their candidate window: through the run's IVF index when it
+    /// has one (default; approximate, see [`crate::ivf`]) or by an exact scan.
+    pub candidate_search: CandidateSearch,
 }
 
 /// The question of a theme search: text to embed, or a vector embedded by the caller.
@@ -477,6 +481,7 @@ impl Engine {
             &req.scope,
             req.limit,
             req.support_limit,
+            self.config.candidate_search,
         ))
     }
 

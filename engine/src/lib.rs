@@ -15,6 +15,7 @@ pub mod embed;
 mod engine;
 pub mod error;
 pub mod format;
+pub mod ivf;
 pub mod query;
 pub mod snapshot;
 pub mod store;

@@ -14,11 +14,13 @@ use std::time::Instant;
 
 use agrag_benches::common::XorShift;
 use agrag_benches::measure::rss_bytes;
-use agrag_engine::embed::{Embedder, HashEmbedder, l2_normalize};
+use agrag_engine::embed::{Embedder, HashEmbedder, dot, l2_normalize};
 use agrag_engine::format::tables::{
     CommunityRow, ConceptRow, DocumentRow, EntityRow, MembershipRow, PassageRow, ReportRow,
 };
 use agrag_engine::format::{Layout, RunData, new_run_id, write_run};
+use agrag_engine::ivf::{CandidateSearch, Probe};
+use agrag_engine::query::theme::top_k;
 use agrag_engine::visibility::{Target, Visibility, VisibilityStore};
 use agrag_engine::{
     ConceptRequest, ConceptSelector, Engine, EngineConfig, QueryInput, Scope, ThemeRequest,
@@ -71,9 +73,47 @@ fn publish(root: &Path, data: &RunData, embedder: &dyn Embedder) -> f64 {
     t.elapsed().as_secs_f64()
 }
 
+/// Synthetic report embeddings: `Uniform` (independent random unit vectors: no structure, the
+/// worst case of any partitioning index) or `Clustered` (one topic per 100 communities; each
+/// vector is its topic's centre plus noise of equal norm, cosine ≈ 0.5 within a topic, ≈ 0
+/// across; queries are drawn the same way, like a question about one topic).
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Space {
+    Uniform,
+    Clustered,
+}
+
+/// Draws vectors of `space`: `topic_vector(rng, i)` for row `i`.
+struct Vectors {
+    space: Space,
+    centres: Vec<Vec<f32>>,
+}
+
+impl Vectors {
+    fn new(space: Space, n: usize, rng: &mut XorShift) -> Self {
+        let topics = (n / 100).max(10);
+        Self {
+            space,
+            centres: (0..topics).map(|_| random_unit(rng, 384)).collect(),
+        }
+    }
+    fn draw(&self, rng: &mut XorShift) -> Vec<f32> {
+        match self.space {
+            Space::Uniform => random_unit(rng, 384),
+            Space::Clustered => {
+                let c = &self.centres[rng.below(self.centres.len() as u64) as usize];
+                let noise = random_unit(rng, 384);
+                let mut v: Vec<f32> = c.iter().zip(&noise).map(|(a, b)| a + b).collect();
+                l2_normalize(&mut v);
+                v
+            }
+        }
+    }
+}
+
 /// A run of `n` communities: 5 entities each, 5 passages each (3 per document), each entity
 /// mentioned by 2 of its community's passages.
-fn theme_run(n: usize, rng: &mut XorShift, embedder: &HashEmbedder) -> RunData {
+fn theme_run(n: usize, rng: &mut XorShift, embedder: &HashEmbedder, space: &Vectors) -> RunData {
     let dim = embedder.identity().dim;
     let num_passages = 5 * n;
     let num_docs = num_passages.div_ceil(3);
@@ -139,18 +179,20 @@ fn theme_run(n: usize, rng: &mut XorShift, embedder: &HashEmbedder) -> RunData {
             rank: 1.0,
             full_content: format!("theme {c}"),
         });
-        data.report_embeddings.extend(random_unit(rng, dim));
+        data.report_embeddings.extend(space.draw(rng));
     }
     data.document_embeddings = (0..num_docs).flat_map(|_| random_unit(rng, dim)).collect();
     data
 }
 
-fn themes(root: &Path, sizes: &[usize], queries: usize) {
-    println!("\n## search_themes (limit 5, support_limit 3; {queries} queries per row)\n");
+fn themes(root: &Path, sizes: &[usize], queries: usize, space: Space) {
     println!(
-        "| communities | passages | query | hidden | p50 ms | p99 ms | open ms | RSS after open MiB |"
+        "\n## search_themes (limit 5, support_limit 3; {queries} queries per row; {space:?} report embeddings)\n"
     );
-    println!("|---:|---:|---|---:|---:|---:|---:|---:|");
+    println!(
+        "| communities | passages | query | candidates | hidden | p50 ms | p99 ms | open ms | RSS after open MiB |"
+    );
+    println!("|---:|---:|---|---|---:|---:|---:|---:|---:|");
     let embedder = HashEmbedder::default();
     let words = [
         "mortality",
@@ -162,11 +204,13 @@ fn themes(root: &Path, sizes: &[usize], queries: usize) {
         "cancer",
         "surgery",
     ];
+    let mut recall_rows = Vec::new();
     for &n in sizes {
         let mut rng = XorShift::new(42 + n as u64);
         let dir = root.join(format!("themes-{n}"));
-        let data = theme_run(n, &mut rng, &embedder);
-        publish(&dir, &data, &embedder);
+        let vectors_of = Vectors::new(space, n, &mut rng);
+        let data = theme_run(n, &mut rng, &embedder, &vectors_of);
+        let publish_s = publish(&dir, &data, &embedder);
         let num_passages = data.passages.len();
         let ids: Vec<String> = data.passages.iter().map(|p| p.passage_id.clone()).collect();
         drop(data);
@@ -174,7 +218,42 @@ fn themes(root: &Path, sizes: &[usize], queries: usize) {
         let engine = Engine::open(&dir, EngineConfig::default()).expect("open");
         let open_ms = t.elapsed().as_secs_f64() * 1e3;
         let rss = rss_bytes().unwrap_or(0) as f64 / (1 << 20) as f64;
-        let vectors: Vec<Vec<f32>> = (0..queries).map(|_| random_unit(&mut rng, 384)).collect();
+        let exact = Engine::open(
+            &dir,
+            EngineConfig {
+                candidate_search: CandidateSearch::Exact,
+                ..EngineConfig::default()
+            },
+        )
+        .expect("open");
+        let vectors: Vec<Vec<f32>> = (0..queries).map(|_| vectors_of.draw(&mut rng)).collect();
+        let has_ivf = {
+            let view = engine.view().expect("view");
+            let snap = view.snapshot().expect("snapshot");
+            snap.report_ivf().map(|ivf| {
+                // Recall of the candidate window (15 = limit 5 × 3) against the exact scan.
+                let matrix = snap.embedding_matrix();
+                let (mut found, mut total, mut scanned) = (0usize, 0usize, 0usize);
+                for v in &vectors {
+                    let scores: Vec<f32> = matrix.chunks_exact(384).map(|r| dot(v, r)).collect();
+                    let truth = top_k(&scores, 15);
+                    let (hits, stats) = ivf.search(matrix, v, 15, Probe::default());
+                    scanned += stats.rows_scored;
+                    total += truth.len();
+                    found += truth
+                        .iter()
+                        .filter(|t| hits.iter().any(|h| h.0 == t.0))
+                        .count();
+                }
+                recall_rows.push(format!(
+                    "| {n} | {space:?} | {} | {:.1} % | {:.4} | {publish_s:.1} |",
+                    ivf.lists(),
+                    100.0 * scanned as f64 / (vectors.len() * n) as f64,
+                    found as f64 / total as f64
+                ));
+            })
+        }
+        .is_some();
         for hidden_pct in [0usize, 1] {
             if hidden_pct == 1 {
                 let mut store =
@@ -187,22 +266,29 @@ fn themes(root: &Path, sizes: &[usize], queries: usize) {
                     }
                 }
             }
-            let (p50, p99) = timed(queries, |i| {
-                let req = ThemeRequest {
-                    query: QueryInput::Vector {
-                        model: "agrag-hash-v1".into(),
-                        vector: vectors[i % vectors.len()].clone(),
-                    },
-                    scope: Scope::All,
-                    limit: 5,
-                    support_limit: 3,
-                };
-                let a = engine.search_themes(&req).expect("search");
-                assert!(!a.themes.is_empty());
-            });
-            println!(
-                "| {n} | {num_passages} | vector given | {hidden_pct} % | {p50:.3} | {p99:.3} | {open_ms:.0} | {rss:.0} |"
-            );
+            let modes: &[(&Engine, &str)] = if has_ivf {
+                &[(&engine, "IVF"), (&exact, "exact")]
+            } else {
+                &[(&exact, "exact")]
+            };
+            for &(e, mode) in modes {
+                let (p50, p99) = timed(queries, |i| {
+                    let req = ThemeRequest {
+                        query: QueryInput::Vector {
+                            model: "agrag-hash-v1".into(),
+                            vector: vectors[i % vectors.len()].clone(),
+                        },
+                        scope: Scope::All,
+                        limit: 5,
+                        support_limit: 3,
+                    };
+                    let a = e.search_themes(&req).expect("search");
+                    assert!(!a.themes.is_empty());
+                });
+                println!(
+                    "| {n} | {num_passages} | vector given | {mode} | {hidden_pct} % | {p50:.3} | {p99:.3} | {open_ms:.0} | {rss:.0} |"
+                );
+            }
             let (p50, p99) = timed(queries, |i| {
                 let q = format!("{} and {} outcomes", words[i % 8], words[(i / 8) % 8]);
                 let a = engine
@@ -211,8 +297,21 @@ fn themes(root: &Path, sizes: &[usize], queries: usize) {
                 assert!(!a.themes.is_empty());
             });
             println!(
-                "| {n} | {num_passages} | built-in embedder | {hidden_pct} % | {p50:.3} | {p99:.3} | {open_ms:.0} | {rss:.0} |"
+                "| {n} | {num_passages} | built-in embedder | {} | {hidden_pct} % | {p50:.3} | {p99:.3} | {open_ms:.0} | {rss:.0} |",
+                modes[0].1
             );
+        }
+    }
+    if !recall_rows.is_empty() {
+        println!(
+            "\nCandidate-window recall of the IVF read (default probe) against the exact scan, 15 candidates:\n"
+        );
+        println!(
+            "| communities | embeddings | cells | rows scored by int8 codes | recall@15 | publish s |"
+        );
+        println!("|---:|---|---:|---:|---:|---:|");
+        for r in recall_rows {
+            println!("{r}");
         }
     }
 }
@@ -342,7 +441,7 @@ fn main() {
     let args: Vec<String> = std::env::args().collect();
     if args.iter().any(|a| a == "--help" || a == "-h") {
         println!(
-            "query-bench [--quick] [--themes-only] [--concepts-only]\n  --quick: 1k/10k communities and 100k documents"
+            "query-bench [--quick] [--themes-only] [--concepts-only] [--uniform]\n  --quick: 1k/10k communities and 100k documents\n  --uniform: independent random report embeddings (default: clustered by topic)"
         );
         return;
     }
@@ -354,7 +453,12 @@ fn main() {
         } else {
             &[1_000, 10_000, 100_000]
         };
-        themes(&dir, sizes, if quick { 200 } else { 1_000 });
+        let space = if args.iter().any(|a| a == "--uniform") {
+            Space::Uniform
+        } else {
+            Space::Clustered
+        };
+        themes(&dir, sizes, if quick { 200 } else { 1_000 }, space);
     }
     if !args.iter().any(|a| a == "--themes-only") {
         concepts(

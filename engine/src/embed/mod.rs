@@ -61,17 +61,21 @@ pub trait Embedder: Send + Sync + std::fmt::Debug {
 /// Dot product of two equal-length slices.
 #[inline]
 pub fn dot(a: &[f32], b: &[f32]) -> f32 {
-    // Four independent accumulators let the compiler vectorize without -ffast-math.
-    let mut acc = [0.0f32; 4];
-    let chunks = a.len() / 4;
-    for i in 0..chunks {
-        for (k, slot) in acc.iter_mut().enumerate() {
-            *slot += a[4 * i + k] * b[4 * i + k];
+    // Eight independent lanes over exact chunks: the compiler vectorizes this without
+    // -ffast-math (the summation order is fixed, so results are reproducible).
+    let n = a.len().min(b.len());
+    let (a, b) = (&a[..n], &b[..n]);
+    let mut acc = [0.0f32; 8];
+    let (ca, cb) = (a.chunks_exact(8), b.chunks_exact(8));
+    let (ra, rb) = (ca.remainder(), cb.remainder());
+    for (x, y) in ca.zip(cb) {
+        for k in 0..8 {
+            acc[k] += x[k] * y[k];
         }
     }
-    let mut s = acc[0] + acc[1] + acc[2] + acc[3];
-    for i in 4 * chunks..a.len() {
-        s += a[i] * b[i];
+    let mut s = ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+    for (x, y) in ra.iter().zip(rb) {
+        s += x * y;
     }
     s
 }

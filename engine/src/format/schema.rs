@@ -350,3 +350,52 @@ pub mod document_embeddings {
         ]))
     }
 }
+
+/// The IVF index of the report embeddings (see [`crate::ivf`]): written only for runs of at
+/// least [`crate::ivf::MIN_ROWS`] communities with normalized embeddings; a run without it is
+/// searched by an exact scan. Two Arrow IPC files (an accelerator of the engine, not a table
+/// for analysis; both open with pyarrow or polars `read_ipc`).
+pub mod report_ivf {
+    use super::*;
+    /// Centroids: one row per cell, `list_id` ascending.
+    pub const CENTROIDS_FILE: &str = "report_ivf_centroids.arrow";
+    /// Cell contents: one row per community, sorted by (`list_id`, `community_id`), with the
+    /// int8 codes of its report embedding (`embedding ≈ scale × code`).
+    pub const LISTS_FILE: &str = "report_ivf_lists.arrow";
+    /// Cell (uint32, `0..lists`).
+    pub const LIST_ID: &str = "list_id";
+    /// Unit centroid (fixed-size list of float32, length = the embedder's dim).
+    pub const CENTROID: &str = "centroid";
+    /// Community (uint32).
+    pub const COMMUNITY_ID: &str = "community_id";
+    /// Quantization scale (float32).
+    pub const SCALE: &str = "scale";
+    /// Int8 codes (fixed-size list of int8, length = the embedder's dim).
+    pub const CODE: &str = "code";
+    /// The element field of the code list.
+    pub fn code_item_field() -> Arc<Field> {
+        Arc::new(Field::new("item", DataType::Int8, false))
+    }
+    /// Schema of the centroids file for `dim` dimensions.
+    pub fn centroids_schema(dim: usize) -> SchemaRef {
+        let dim = i32::try_from(dim).expect("embedding dimension fits in i32");
+        Arc::new(Schema::new(vec![
+            u32f(LIST_ID),
+            Field::new(
+                CENTROID,
+                DataType::FixedSizeList(super::report_embeddings::item_field(), dim),
+                false,
+            ),
+        ]))
+    }
+    /// Schema of the cell-contents file for `dim` dimensions.
+    pub fn lists_schema(dim: usize) -> SchemaRef {
+        let dim = i32::try_from(dim).expect("embedding dimension fits in i32");
+        Arc::new(Schema::new(vec![
+            u32f(LIST_ID),
+            u32f(COMMUNITY_ID),
+            Field::new(SCALE, DataType::Float32, false),
+            Field::new(CODE, DataType::FixedSizeList(code_item_field(), dim), false),
+        ]))
+    }
+}

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use arrow_array::builder::{ListBuilder, StringBuilder};
 use arrow_array::{
-    ArrayRef, BooleanArray, FixedSizeListArray, Float32Array, Float64Array, Int32Array,
+    ArrayRef, BooleanArray, FixedSizeListArray, Float32Array, Float64Array, Int8Array, Int32Array,
     RecordBatch, StringArray, UInt32Array,
 };
 
@@ -14,7 +14,8 @@ use super::layout::Layout;
 use super::manifest::Manifest;
 use super::schema::{
     communities, concept_edges, concepts, document_concepts, document_embeddings, documents,
-    entities, membership, mentions, passages, relationships, report_embeddings, reports,
+    entities, membership, mentions, passages, relationships, report_embeddings, report_ivf,
+    reports,
 };
 use super::writer::RunWriter;
 use crate::embed::EmbedderIdentity;
@@ -440,6 +441,42 @@ pub fn write_run(
         &[report_embeddings::COMMUNITY_ID],
     )?;
     w.write_ipc(report_embeddings::IPC_FILE, &b)?;
+    if embedder.normalized
+        && let Some(params) = crate::ivf::IvfParams::for_rows(cs.len())
+    {
+        let part = crate::ivf::build(&data.report_embeddings, dim, &params);
+        let index = crate::ivf::IvfIndex::from_partition(&data.report_embeddings, dim, &part);
+        let b = embedding_batch(
+            report_ivf::centroids_schema(dim),
+            u32s(0..index.lists() as u32),
+            index.centroids(),
+            dim,
+        )?;
+        w.write_ipc(report_ivf::CENTROIDS_FILE, &b)?;
+        let entries: Vec<_> = index.entries().collect();
+        let codes = FixedSizeListArray::try_new(
+            report_ivf::code_item_field(),
+            i32::try_from(dim)
+                .map_err(|_| EngineError::Internal("embedding dim too large".into()))?,
+            Arc::new(Int8Array::from_iter_values(
+                entries.iter().flat_map(|e| e.code.iter().copied()),
+            )),
+            None,
+        )
+        .map_err(arrow_err)?;
+        let b = batch(
+            report_ivf::lists_schema(dim),
+            vec![
+                u32s(entries.iter().map(|e| e.list)),
+                u32s(entries.iter().map(|e| e.row)),
+                Arc::new(Float32Array::from_iter_values(
+                    entries.iter().map(|e| e.scale),
+                )),
+                Arc::new(codes),
+            ],
+        )?;
+        w.write_ipc(report_ivf::LISTS_FILE, &b)?;
+    }
 
     let b = embedding_batch(
         document_embeddings::schema(dim),

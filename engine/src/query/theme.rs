@@ -7,7 +7,10 @@
 //! 3. The query is embedded by the configured embedder (or given as a vector with its model);
 //!    a model or dimension other than the run's answers `failed`, with a failure naming both.
 //! 4. The `min(limit × 3, 100)` communities whose report embeddings are most similar (dot product
-//!    of unit vectors = cosine; ties: lower `theme_id` first) are the candidate window.
+//!    of unit vectors = cosine; ties: lower `theme_id` first) are the candidate window. Runs of
+//!    at least [`crate::ivf::MIN_ROWS`] communities read it through their IVF index by default
+//!    (approximate: a community in an unprobed cell is missed; scores are exact), others by an
+//!    exact scan; [`crate::ivf::CandidateSearch::Exact`] forces the scan.
 //! 5. Walking the window best first, a candidate with no visible in-scope passage mentioning
 //!    one of its members is dropped; the others become themes until `limit` are found.
 //! 6. `truncated` is true when fewer than `limit` themes were found and the window was full
@@ -30,6 +33,8 @@ use serde::Serialize;
 
 use super::{Location, Scope};
 use crate::embed::dot;
+use crate::ivf::{CandidateSearch, Probe};
+use crate::snapshot::Snapshot;
 use crate::view::View;
 
 /// Most candidates one theme search reads.
@@ -161,21 +166,26 @@ pub fn top_k(scores: &[f32], k: usize) -> Vec<(u32, f32)> {
     idx
 }
 
-/// Runs the theme search over `view` with an already-embedded, unit-length `query` vector.
-/// Arguments are assumed valid (checked by the caller).
-pub(crate) fn search(
-    view: &View,
+/// The candidate window: the `window` communities most similar to `query`, best first (ties:
+/// lower id). Through the run's IVF index when `mode` allows and the run has one (approximate,
+/// see [`crate::ivf`]); else an exact scan of every report embedding.
+pub(crate) fn read_candidates(
+    snap: &Snapshot,
     query: &[f32],
-    scope: &Scope,
-    limit: usize,
-    support_limit: usize,
-) -> ThemeAnswer {
-    let Some(snap) = view.snapshot() else {
-        return ThemeAnswer::empty(Status::IndexNotReady, Some(IndexState::NotReady));
-    };
+    window: usize,
+    mode: CandidateSearch,
+) -> Vec<(u32, f32)> {
     let dim = snap.dim();
     let matrix = snap.embedding_matrix();
     let normalized = snap.manifest.embedder.normalized;
+    let probe = match mode {
+        CandidateSearch::Auto => Some(Probe::default()),
+        CandidateSearch::Ivf(p) => Some(p),
+        CandidateSearch::Exact => None,
+    };
+    if let (Some(probe), Some(ivf), true) = (probe, snap.report_ivf(), normalized) {
+        return ivf.search(matrix, query, window, probe).0;
+    }
     let qn = dot(query, query).sqrt();
     let scores: Vec<f32> = matrix
         .chunks_exact(dim)
@@ -193,8 +203,24 @@ pub(crate) fn search(
             }
         })
         .collect();
+    top_k(&scores, window)
+}
+
+/// Runs the theme search over `view` with an already-embedded, unit-length `query` vector.
+/// Arguments are assumed valid (checked by the caller).
+pub(crate) fn search(
+    view: &View,
+    query: &[f32],
+    scope: &Scope,
+    limit: usize,
+    support_limit: usize,
+    candidate_search: CandidateSearch,
+) -> ThemeAnswer {
+    let Some(snap) = view.snapshot() else {
+        return ThemeAnswer::empty(Status::IndexNotReady, Some(IndexState::NotReady));
+    };
     let window = (limit.saturating_mul(3)).min(MAX_CANDIDATES);
-    let candidates = top_k(&scores, window);
+    let candidates = read_candidates(snap, query, window, candidate_search);
     let in_scope: Option<std::collections::HashSet<u32>> = match scope {
         Scope::All => None,
         Scope::Documents(keys) => {

@@ -13,9 +13,10 @@ use crate::error::{EngineError, Result};
 use crate::format::reader::{column_no_nulls, read_parquet};
 use crate::format::schema::{
     communities, concept_edges, concepts, document_concepts, document_embeddings, documents,
-    entities, membership, mentions, passages, report_embeddings,
+    entities, membership, mentions, passages, report_embeddings, report_ivf,
 };
 use crate::format::{Layout, Manifest, Verify, verify_run};
+use crate::ivf::IvfIndex;
 use crate::store::mmap;
 
 /// Compressed sparse rows: the items of row `r` are `items[offsets[r]..offsets[r + 1]]`.
@@ -129,6 +130,7 @@ pub struct Snapshot {
     pub text_index: crate::text::TextIndex,
     embeddings: RecordBatch,
     document_embeddings: RecordBatch,
+    ivf: Option<IvfIndex>,
     dim: usize,
 }
 
@@ -334,6 +336,11 @@ impl Snapshot {
             &document_embeddings::schema(dim),
             document_keys.len(),
         )?;
+        let ivf = if manifest.file(report_ivf::LISTS_FILE).is_some() {
+            Some(read_ivf(dir, dim, num_communities)?)
+        } else {
+            None
+        };
         let vocabulary = read_vocabulary(dir, run_id, &document_index)?;
         let concept_index = concept_index::ConceptIndex::build(&vocabulary);
         let text_index = crate::text::TextIndex::open(&p(crate::text::TEXT_INDEX_DIR))?;
@@ -363,6 +370,7 @@ impl Snapshot {
             text_index,
             embeddings,
             document_embeddings,
+            ivf,
             dim,
         })
     }
@@ -385,6 +393,11 @@ impl Snapshot {
     /// Embedding dimension.
     pub fn dim(&self) -> usize {
         self.dim
+    }
+
+    /// The IVF index of the report embeddings, when the run has one (see [`crate::ivf`]).
+    pub fn report_ivf(&self) -> Option<&IvfIndex> {
+        self.ivf.as_ref()
     }
 
     /// The report-embedding matrix, row-major, `num_communities × dim`.
@@ -415,12 +428,50 @@ impl Snapshot {
     }
 }
 
+/// Reads the IVF index files of a run (see [`report_ivf`]); the codes stay mapped.
+fn read_ivf(dir: &Path, dim: usize, num_communities: usize) -> Result<IvfIndex> {
+    let path = dir.join(report_ivf::CENTROIDS_FILE);
+    let centroids = map_embeddings(&path, &report_ivf::centroids_schema(dim), None)?;
+    let list: &FixedSizeListArray = centroids.column(1).as_fixed_size_list();
+    let values = list
+        .values()
+        .as_primitive::<Float32Type>()
+        .values()
+        .to_vec();
+    let ids = centroids.column(0).as_primitive::<UInt32Type>();
+    if ids
+        .values()
+        .iter()
+        .enumerate()
+        .any(|(i, &l)| l as usize != i)
+    {
+        return Err(EngineError::corrupt(&path, "list_id is not 0, 1, 2, …"));
+    }
+    let path = dir.join(report_ivf::LISTS_FILE);
+    let b = map_embeddings(&path, &report_ivf::lists_schema(dim), num_communities)?;
+    if (0..b.num_columns()).any(|c| b.column(c).null_count() > 0) {
+        return Err(EngineError::corrupt(&path, "null values"));
+    }
+    let cells = b.column(0).as_primitive::<UInt32Type>().values();
+    let rows = b.column(1).as_primitive::<UInt32Type>().values().to_vec();
+    let scales = b.column(2).as_primitive::<Float32Type>().values().to_vec();
+    let codes: &FixedSizeListArray = b.column(3).as_fixed_size_list();
+    let codes = codes
+        .values()
+        .as_primitive::<arrow_array::types::Int8Type>()
+        .values()
+        .clone();
+    IvfIndex::from_parts(dim, values, cells, rows, scales, codes, num_communities)
+        .map_err(|e| EngineError::corrupt(&path, e))
+}
+
 /// Maps an embedding IPC file and checks its schema and row count.
 fn map_embeddings(
     path: &Path,
     schema: &arrow_schema::SchemaRef,
-    rows: usize,
+    rows: impl Into<Option<usize>>,
 ) -> Result<RecordBatch> {
+    let rows: Option<usize> = rows.into();
     let buffer = mmap::map_file(path)?;
     let batches = mmap::decode_ipc_file(path, &buffer)?;
     let batch = match batches.len() {
@@ -433,13 +484,15 @@ fn map_embeddings(
             .map_err(|e| EngineError::corrupt(path, e.to_string()))?,
     };
     crate::format::reader::check_schema(path, &batch.schema(), schema)?;
-    if batch.num_rows() != rows {
+    if let Some(rows) = rows
+        && batch.num_rows() != rows
+    {
         return Err(EngineError::corrupt(
             path,
             format!("{} embeddings for {rows} rows", batch.num_rows()),
         ));
     }
-    if batch.column(1).null_count() > 0 {
+    if batch.num_columns() < 2 || batch.column(1).null_count() > 0 {
         return Err(EngineError::corrupt(path, "embedding column holds nulls"));
     }
     Ok(batch)

@@ -4,3 +4,5 @@
 mod common;
 // find_by_meaning: expansion, coverage, visibility, composition, scale.
 mod concepts;
+// search_themes through the IVF index of large runs.
+mod themes_ivf;

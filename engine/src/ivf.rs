@@ -1,0 +1,625 @@
+//! Inverted-file (IVF) index over report embeddings: the candidate read of `search_themes` at
+//! scale.
+//!
+//! An exact scan scores every report embedding: at 100,000 communities × 384 dimensions that
+//! reads 154 MB per query, several milliseconds at memory speed. An IVF index partitions the
+//! embeddings into `lists` cells around centroids; a query scores the centroids, scores the
+//! int8 codes of the rows of the cells whose centroids are most similar, and re-scores the best
+//! of those *exactly* (the same dot product as the exact scan) to keep the best `k`.
+//!
+//! - Partition: spherical k-means (Dhillon & Modha, "Concept decompositions for large sparse
+//!   text data using clustering", Machine Learning 42, 2001): centroids are unit vectors,
+//!   similarity is the dot product, trained on a deterministic sample, Lloyd iterations.
+//! - Search: the IVF coarse quantizer of Jégou, Douze & Schmid, "Product quantization for
+//!   nearest neighbor search", IEEE TPAMI 33(1), 2011, with per-row int8 scalar quantization
+//!   of the cell contents and an exact float re-rank of the shortlist.
+//!
+//! The result is **approximate**: a row whose cell was not probed is never a candidate. The
+//! `query-bench` binary measures the recall against the exact scan; set
+//! [`CandidateSearch::Exact`] to always scan everything. Building is deterministic: the same
+//! matrix and parameters give the same partition with any number of threads (rows are assigned
+//! in parallel by a pure function; sums are accumulated in row order).
+
+use rayon::prelude::*;
+
+use crate::embed::dot;
+
+/// Fewest rows for which a run gets an IVF index. Below it, an exact scan is already cheap
+/// (8,192 × 384 floats = 12.6 MB, about a millisecond).
+pub const MIN_ROWS: usize = 8192;
+
+/// How `search_themes` reads its candidate window.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub enum CandidateSearch {
+    /// Use the run's IVF index when it has one (runs of at least [`MIN_ROWS`] communities with
+    /// normalized embeddings), probing as [`Probe::default`] says; else scan exactly.
+    #[default]
+    Auto,
+    /// Use the IVF index when present, probing as given.
+    Ivf(Probe),
+    /// Always score every report embedding.
+    Exact,
+}
+
+/// How many cells a query probes: cells in descending centroid similarity until both minima
+/// are met (or every cell is probed).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Probe {
+    /// Fewest cells probed, as a fraction of all cells (0 < f ≤ 1).
+    pub min_list_fraction: f32,
+    /// Fewest rows scored, as a multiple of the number of candidates asked for.
+    pub min_rows_per_candidate: usize,
+    /// Rows re-scored exactly, as a multiple of the number of candidates asked for.
+    pub rerank: usize,
+}
+
+impl Default for Probe {
+    /// One cell in 32, at least 64 rows per candidate, 4 exact re-scores per candidate: at
+    /// 100,000 communities (316 cells) that scores the int8 codes of about 3,200 rows (1.2 MB,
+    /// 0.8 % of the bytes an exact scan reads) and re-scores 60 rows exactly.
+    fn default() -> Self {
+        Self {
+            min_list_fraction: 1.0 / 32.0,
+            min_rows_per_candidate: 64,
+            rerank: 4,
+        }
+    }
+}
+
+/// Build parameters of an IVF partition.
+#[derive(Debug, Clone, PartialEq)]
+pub struct IvfParams {
+    /// Number of cells (k of k-means).
+    pub lists: usize,
+    /// Most Lloyd iterations (stops early when no sample row changes cell).
+    pub iterations: usize,
+    /// Rows sampled to train the centroids.
+    pub train_rows: usize,
+    /// Seed of the sample and of the initial centroids.
+    pub seed: u64,
+}
+
+impl IvfParams {
+    /// The default parameters for `rows` embeddings: `round(√rows)` cells, 10 iterations,
+    /// 64 training rows per cell. `None` below [`MIN_ROWS`].
+    pub fn for_rows(rows: usize) -> Option<Self> {
+        if rows < MIN_ROWS {
+            return None;
+        }
+        let lists = ((rows as f64).sqrt().round() as usize).clamp(16, 1 << 16);
+        Some(Self {
+            lists,
+            iterations: 10,
+            train_rows: (lists * 64).min(rows),
+            seed: 0x005e_ed1f,
+        })
+    }
+}
+
+/// A trained partition: `lists × dim` unit centroids (row-major) and each row's cell.
+#[derive(Debug, Clone, PartialEq)]
+pub struct IvfPartition {
+    /// Centroids, row-major, `lists × dim`, each of unit length.
+    pub centroids: Vec<f32>,
+    /// The cell of each input row (`rows` values, each `< lists`).
+    pub assignment: Vec<u32>,
+}
+
+/// SplitMix64: a stateless, well-mixed hash of `seed` and `i` (Steele, Lea & Flood 2014).
+fn mix(seed: u64, i: u64) -> u64 {
+    let mut z = seed ^ i.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+fn normalize(v: &mut [f32]) -> bool {
+    let n = dot(v, v).sqrt();
+    if n > 0.0 && n.is_finite() {
+        v.iter_mut().for_each(|x| *x /= n);
+        true
+    } else {
+        false
+    }
+}
+
+/// The most similar centroid of `row` (ties: the lower cell) and its similarity.
+fn nearest(centroids: &[f32], dim: usize, row: &[f32]) -> (u32, f32) {
+    let mut best = (0u32, f32::NEG_INFINITY);
+    for (c, cen) in centroids.chunks_exact(dim).enumerate() {
+        let s = dot(row, cen);
+        if s > best.1 {
+            best = (c as u32, s);
+        }
+    }
+    best
+}
+
+/// Trains a spherical k-means partition of the `rows × dim` row-major `matrix`.
+///
+/// `params.lists` is capped at the number of rows. Empty cells are re-seeded with the sample
+/// row least similar to its centroid, so no cell ends empty while rows remain.
+///
+/// # Panics
+/// When `dim` is 0 or `matrix.len()` is not a multiple of `dim`.
+pub fn build(matrix: &[f32], dim: usize, params: &IvfParams) -> IvfPartition {
+    assert!(dim > 0 && matrix.len().is_multiple_of(dim), "matrix shape");
+    let rows = matrix.len() / dim;
+    let row = |r: usize| &matrix[r * dim..(r + 1) * dim];
+    let lists = params.lists.clamp(1, rows.max(1));
+    if rows == 0 {
+        return IvfPartition {
+            centroids: Vec::new(),
+            assignment: Vec::new(),
+        };
+    }
+    // A deterministic sample: rows ordered by a seeded hash; the first `lists` seed the centroids.
+    let mut order: Vec<(u64, u32)> = (0..rows as u32)
+        .map(|r| (mix(params.seed, u64::from(r)), r))
+        .collect();
+    order.sort_unstable();
+    let train = params.train_rows.clamp(lists, rows);
+    let mut sample: Vec<u32> = order[..train].iter().map(|&(_, r)| r).collect();
+    let mut centroids: Vec<f32> = Vec::with_capacity(lists * dim);
+    for &r in &sample[..lists] {
+        let mut c = row(r as usize).to_vec();
+        normalize(&mut c);
+        centroids.extend_from_slice(&c);
+    }
+    sample.sort_unstable();
+    let mut cells: Vec<u32> = vec![u32::MAX; sample.len()];
+    for _ in 0..params.iterations.max(1) {
+        let assigned: Vec<(u32, f32)> = sample
+            .par_iter()
+            .map(|&r| nearest(&centroids, dim, row(r as usize)))
+            .collect();
+        let changed = assigned
+            .iter()
+            .zip(&cells)
+            .filter(|(a, c)| a.0 != **c)
+            .count();
+        cells = assigned.iter().map(|a| a.0).collect();
+        if changed == 0 {
+            break;
+        }
+        // Sums in sample order: the same result whatever the thread count.
+        let mut sums = vec![0.0f32; lists * dim];
+        let mut counts = vec![0usize; lists];
+        for (&r, &c) in sample.iter().zip(&cells) {
+            counts[c as usize] += 1;
+            let s = &mut sums[c as usize * dim..(c as usize + 1) * dim];
+            s.iter_mut().zip(row(r as usize)).for_each(|(a, b)| *a += b);
+        }
+        // Re-seed empty cells with the worst-served sample rows (lowest similarity first).
+        let mut worst: Vec<(f32, usize)> =
+            assigned.iter().enumerate().map(|(i, a)| (a.1, i)).collect();
+        worst.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+        let mut next_worst = worst.into_iter();
+        for c in 0..lists {
+            let slot = &mut sums[c * dim..(c + 1) * dim];
+            if counts[c] == 0
+                && let Some((_, i)) = next_worst.next()
+            {
+                slot.copy_from_slice(row(sample[i] as usize));
+            }
+            if normalize(slot) {
+                centroids[c * dim..(c + 1) * dim].copy_from_slice(slot);
+            }
+        }
+    }
+    let assignment = (0..rows)
+        .into_par_iter()
+        .map(|r| nearest(&centroids, dim, row(r)).0)
+        .collect();
+    IvfPartition {
+        centroids,
+        assignment,
+    }
+}
+
+/// Scalar quantization of one vector to int8: `(scale, codes)` with `x ≈ scale × code`,
+/// `scale = max|x| / 127` (0 for a zero vector).
+pub fn quantize(x: &[f32]) -> (f32, Vec<i8>) {
+    let max = x.iter().fold(0.0f32, |m, v| m.max(v.abs()));
+    if max == 0.0 || !max.is_finite() {
+        return (0.0, vec![0; x.len()]);
+    }
+    let scale = max / 127.0;
+    let codes = x
+        .iter()
+        .map(|v| (v / scale).round().clamp(-127.0, 127.0) as i8)
+        .collect();
+    (scale, codes)
+}
+
+/// Integer dot product of two int8 vectors (exact; at most 127² × len in magnitude).
+#[inline]
+fn dot_i8(a: &[i8], b: &[i8]) -> i32 {
+    let mut acc = [0i32; 16];
+    let (ca, cb) = (a.chunks_exact(16), b.chunks_exact(16));
+    let (ra, rb) = (ca.remainder(), cb.remainder());
+    for (x, y) in ca.zip(cb) {
+        for k in 0..16 {
+            acc[k] += i32::from(x[k]) * i32::from(y[k]);
+        }
+    }
+    let mut s: i32 = acc.iter().sum();
+    for (x, y) in ra.iter().zip(rb) {
+        s += i32::from(*x) * i32::from(*y);
+    }
+    s
+}
+
+/// A loaded IVF index: unit centroids and, per cell, its rows (ascending) with int8 codes of
+/// their vectors, stored contiguously in cell order.
+///
+/// A search scores the probed cells' codes (1 byte per dimension: a quarter of the float
+/// matrix's bytes, read sequentially), keeps the best `rerank × k` by that approximate score,
+/// and re-scores those exactly from the float matrix: candidates and their scores are those
+/// of the exact dot product.
+#[derive(Debug, Clone)]
+pub struct IvfIndex {
+    dim: usize,
+    centroids: Vec<f32>,
+    offsets: Vec<u32>,
+    rows: Vec<u32>,
+    scales: Vec<f32>,
+    codes: arrow_buffer::ScalarBuffer<i8>,
+}
+
+/// What one IVF read did, besides its candidates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IvfStats {
+    /// Cells probed.
+    pub lists_probed: usize,
+    /// Rows scored by their int8 codes.
+    pub rows_scored: usize,
+    /// Rows re-scored exactly.
+    pub rows_reranked: usize,
+}
+
+/// One stored entry of an index, in cell order (see [`IvfIndex::entries`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct IvfEntry<'a> {
+    /// Cell.
+    pub list: u32,
+    /// Row of the indexed matrix (community id).
+    pub row: u32,
+    /// Quantization scale of the row.
+    pub scale: f32,
+    /// Int8 codes of the row (`dim` values).
+    pub code: &'a [i8],
+}
+
+impl IvfIndex {
+    /// Builds the index of `partition` over the `rows × dim` `matrix` it was trained on.
+    ///
+    /// # Panics
+    /// When the partition does not match the matrix (a programming error).
+    pub fn from_partition(matrix: &[f32], dim: usize, partition: &IvfPartition) -> Self {
+        let rows = matrix.len() / dim;
+        assert_eq!(
+            partition.assignment.len(),
+            rows,
+            "partition of another matrix"
+        );
+        let mut order: Vec<(u32, u32)> = partition
+            .assignment
+            .iter()
+            .enumerate()
+            .map(|(r, &c)| (c, r as u32))
+            .collect();
+        order.sort_unstable();
+        let mut scales = Vec::with_capacity(rows);
+        let mut codes = Vec::with_capacity(rows * dim);
+        for &(_, r) in &order {
+            let (s, c) = quantize(&matrix[r as usize * dim..(r as usize + 1) * dim]);
+            scales.push(s);
+            codes.extend(c);
+        }
+        let cells: Vec<u32> = order.iter().map(|o| o.0).collect();
+        let rows_in_order: Vec<u32> = order.iter().map(|o| o.1).collect();
+        Self::from_parts(
+            dim,
+            partition.centroids.clone(),
+            &cells,
+            rows_in_order,
+            scales,
+            codes.into(),
+            rows,
+        )
+        .expect("a partition's own index is valid")
+    }
+
+    /// Assembles an index from stored parts: `lists × dim` centroids; per entry in cell order
+    /// its cell (`cells`, ascending), its row (`rows`, ascending within a cell, each row of
+    /// `0..num_rows` exactly once), its scale and its `dim` codes.
+    ///
+    /// # Errors
+    /// A message naming the first inconsistency (lengths, order, range, duplicates).
+    pub fn from_parts(
+        dim: usize,
+        centroids: Vec<f32>,
+        cells: &[u32],
+        rows: Vec<u32>,
+        scales: Vec<f32>,
+        codes: arrow_buffer::ScalarBuffer<i8>,
+        num_rows: usize,
+    ) -> Result<Self, String> {
+        if dim == 0 || !centroids.len().is_multiple_of(dim) {
+            return Err(format!(
+                "{} centroid values are not a multiple of dimension {dim}",
+                centroids.len()
+            ));
+        }
+        let n = cells.len();
+        if rows.len() != n || scales.len() != n || codes.len() != n * dim || n != num_rows {
+            return Err(format!(
+                "{n} cells, {} rows, {} scales, {} codes for {num_rows} rows of dimension {dim}",
+                rows.len(),
+                scales.len(),
+                codes.len()
+            ));
+        }
+        let lists = centroids.len() / dim;
+        let mut offsets = vec![0u32; lists + 1];
+        let mut seen = vec![false; num_rows];
+        for e in 0..n {
+            let (c, r) = (cells[e], rows[e]);
+            if c as usize >= lists {
+                return Err(format!("entry {e}: cell {c} out of range (0..{lists})"));
+            }
+            if r as usize >= num_rows || std::mem::replace(&mut seen[r as usize], true) {
+                return Err(format!("entry {e}: row {r} out of range or repeated"));
+            }
+            if e > 0 && (cells[e - 1], rows[e - 1]) >= (c, r) {
+                return Err(format!("entry {e}: not in (cell, row) order"));
+            }
+            if !scales[e].is_finite() {
+                return Err(format!("entry {e}: scale is not finite"));
+            }
+            offsets[c as usize + 1] += 1;
+        }
+        for i in 1..offsets.len() {
+            offsets[i] += offsets[i - 1];
+        }
+        Ok(Self {
+            dim,
+            centroids,
+            offsets,
+            rows,
+            scales,
+            codes,
+        })
+    }
+
+    /// Number of cells.
+    pub fn lists(&self) -> usize {
+        self.offsets.len() - 1
+    }
+
+    /// Number of indexed rows.
+    pub fn rows(&self) -> usize {
+        self.rows.len()
+    }
+
+    /// The centroids, row-major, `lists × dim`.
+    pub fn centroids(&self) -> &[f32] {
+        &self.centroids
+    }
+
+    /// Every entry in cell order (what the run's index file stores).
+    pub fn entries(&self) -> impl Iterator<Item = IvfEntry<'_>> + '_ {
+        (0..self.lists()).flat_map(move |c| {
+            (self.offsets[c] as usize..self.offsets[c + 1] as usize).map(move |e| IvfEntry {
+                list: c as u32,
+                row: self.rows[e],
+                scale: self.scales[e],
+                code: &self.codes[e * self.dim..(e + 1) * self.dim],
+            })
+        })
+    }
+
+    /// The best `k` rows of the probed cells by the exact `dot(query, matrix row)`, descending
+    /// (ties: the lower row), with what was read. `matrix` is the `rows × dim` matrix the index
+    /// was built on; `query` has `dim` values.
+    pub fn search(
+        &self,
+        matrix: &[f32],
+        query: &[f32],
+        k: usize,
+        probe: Probe,
+    ) -> (Vec<(u32, f32)>, IvfStats) {
+        let dim = self.dim;
+        let lists = self.lists();
+        let mut order: Vec<(u32, f32)> = self
+            .centroids
+            .chunks_exact(dim)
+            .enumerate()
+            .map(|(c, cen)| (c as u32, dot(query, cen)))
+            .collect();
+        order.sort_unstable_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        let min_lists = ((lists as f32 * probe.min_list_fraction.clamp(0.0, 1.0)).ceil() as usize)
+            .clamp(1, lists.max(1));
+        let min_rows = k.saturating_mul(probe.min_rows_per_candidate).max(k);
+        let (_, q8) = quantize(query);
+        // (approximate score, entry)
+        let mut scored: Vec<(f32, u32)> = Vec::with_capacity(min_rows * 2);
+        let mut probed = 0;
+        for &(c, _) in &order {
+            if probed >= min_lists && scored.len() >= min_rows {
+                break;
+            }
+            probed += 1;
+            let (a, b) = (
+                self.offsets[c as usize] as usize,
+                self.offsets[c as usize + 1] as usize,
+            );
+            let codes = &self.codes[a * dim..b * dim];
+            for (e, code) in (a..b).zip(codes.chunks_exact(dim)) {
+                scored.push((self.scales[e] * dot_i8(&q8, code) as f32, e as u32));
+            }
+        }
+        let rows_scored = scored.len();
+        let keep = k.saturating_mul(probe.rerank.max(1)).max(k);
+        let cmp = |a: &(f32, u32), b: &(f32, u32)| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1));
+        if keep < scored.len() {
+            scored.select_nth_unstable_by(keep, cmp);
+            scored.truncate(keep);
+        }
+        let mut exact: Vec<(u32, f32)> = scored
+            .iter()
+            .map(|&(_, e)| {
+                let r = self.rows[e as usize];
+                (
+                    r,
+                    dot(query, &matrix[r as usize * dim..(r as usize + 1) * dim]),
+                )
+            })
+            .collect();
+        let stats = IvfStats {
+            lists_probed: probed,
+            rows_scored,
+            rows_reranked: exact.len(),
+        };
+        let cmp = |a: &(u32, f32), b: &(u32, f32)| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0));
+        exact.sort_by(cmp);
+        exact.truncate(k);
+        (exact, stats)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `n` unit vectors around `topics` random unit centers (deterministic).
+    fn clustered(n: usize, topics: usize, dim: usize) -> Vec<f32> {
+        let unit = |seed: u64| {
+            let mut v: Vec<f32> = (0..dim)
+                .map(|i| (mix(seed, i as u64) % 2001) as f32 / 1000.0 - 1.0)
+                .collect();
+            normalize(&mut v);
+            v
+        };
+        let centers: Vec<Vec<f32>> = (0..topics).map(|t| unit(1000 + t as u64)).collect();
+        let mut m = Vec::with_capacity(n * dim);
+        for r in 0..n {
+            let c = &centers[r % topics];
+            let noise = unit(1_000_000 + r as u64);
+            let mut v: Vec<f32> = c.iter().zip(&noise).map(|(a, b)| a + 0.4 * b).collect();
+            normalize(&mut v);
+            m.extend(v);
+        }
+        m
+    }
+
+    #[test]
+    fn build_is_deterministic_across_thread_counts() {
+        let dim = 16;
+        let m = clustered(2000, 20, dim);
+        let p = IvfParams {
+            lists: 20,
+            iterations: 10,
+            train_rows: 800,
+            seed: 3,
+        };
+        let pool = |t| {
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(t)
+                .build()
+                .unwrap()
+        };
+        let a = pool(1).install(|| build(&m, dim, &p));
+        let b = pool(4).install(|| build(&m, dim, &p));
+        assert_eq!(a, b);
+        assert_eq!(a.assignment.len(), 2000);
+        assert_eq!(a.centroids.len(), 20 * dim);
+        // Every cell is used and centroids are unit vectors.
+        let mut used = [false; 20];
+        a.assignment.iter().for_each(|&c| used[c as usize] = true);
+        assert!(used.iter().all(|&u| u));
+        for c in a.centroids.chunks_exact(dim) {
+            assert!((dot(c, c) - 1.0).abs() < 1e-4);
+        }
+    }
+
+    #[test]
+    fn probing_every_cell_equals_the_exact_scan() {
+        let dim = 16;
+        let m = clustered(1500, 12, dim);
+        let part = build(&m, dim, &IvfParams::for_rows(MIN_ROWS).unwrap());
+        let index = IvfIndex::from_partition(&m, dim, &part);
+        assert_eq!(index.rows(), 1500);
+        let q = &m[7 * dim..8 * dim];
+        let all = Probe {
+            min_list_fraction: 1.0,
+            min_rows_per_candidate: 1,
+            rerank: 100,
+        };
+        let (hits, stats) = index.search(&m, q, 15, all);
+        assert_eq!(stats.rows_scored, 1500);
+        let scores: Vec<f32> = m.chunks_exact(dim).map(|r| dot(q, r)).collect();
+        assert_eq!(hits, crate::query::theme::top_k(&scores, 15));
+        assert_eq!(hits[0].0, 7);
+    }
+
+    #[test]
+    fn default_probe_finds_the_neighbours_of_clustered_data() {
+        let dim = 32;
+        let m = clustered(MIN_ROWS, 64, dim);
+        let p = IvfParams::for_rows(MIN_ROWS).unwrap();
+        assert_eq!(p.lists, 91);
+        let part = build(&m, dim, &p);
+        let index = IvfIndex::from_partition(&m, dim, &part);
+        let scores_of =
+            |q: &[f32]| -> Vec<f32> { m.chunks_exact(dim).map(|r| dot(q, r)).collect() };
+        let (mut found, mut total) = (0, 0);
+        for qi in (0..MIN_ROWS).step_by(97) {
+            let q = &m[qi * dim..(qi + 1) * dim];
+            let (hits, stats) = index.search(&m, q, 15, Probe::default());
+            assert!(stats.rows_scored >= 15 * 64 && stats.rows_scored < MIN_ROWS);
+            let exact = crate::query::theme::top_k(&scores_of(q), 15);
+            total += exact.len();
+            found += exact.iter().filter(|e| hits.contains(e)).count();
+        }
+        let recall = found as f64 / total as f64;
+        assert!(recall > 0.95, "recall@15 {recall}");
+    }
+
+    #[test]
+    fn rejects_inconsistent_parts() {
+        let ok = |cells: &[u32], rows: Vec<u32>| {
+            IvfIndex::from_parts(
+                2,
+                vec![1.0, 0.0, 0.0, 1.0],
+                cells,
+                rows,
+                vec![1.0; cells.len()],
+                vec![0i8; 2 * cells.len()].into(),
+                2,
+            )
+        };
+        assert!(ok(&[0, 1], vec![0, 1]).is_ok());
+        assert!(
+            ok(&[0, 2], vec![0, 1])
+                .unwrap_err()
+                .contains("cell 2 out of range")
+        );
+        assert!(ok(&[0, 0], vec![1, 1]).unwrap_err().contains("repeated"));
+        assert!(ok(&[1, 0], vec![0, 1]).unwrap_err().contains("order"));
+        assert!(ok(&[0], vec![0]).is_err());
+    }
+
+    #[test]
+    fn quantization_round_trips_within_half_a_step() {
+        let x = [0.5f32, -0.25, 0.0, 0.125];
+        let (s, c) = quantize(&x);
+        assert_eq!(c[0], 127);
+        for (v, q) in x.iter().zip(&c) {
+            assert!((v - s * f32::from(*q)).abs() <= s / 2.0 + 1e-7);
+        }
+        assert_eq!(quantize(&[0.0, 0.0]), (0.0, vec![0, 0]));
+        assert_eq!(dot_i8(&[1; 20], &[-2; 20]), -40);
+    }
+}

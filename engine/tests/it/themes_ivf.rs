@@ -1,0 +1,187 @@
+//! search_themes through the IVF candidate read (runs of ≥ `ivf::MIN_ROWS` communities).
+
+use agrag_engine::embed::{Embedder, HashEmbedder, l2_normalize};
+use agrag_engine::format::schema::report_ivf;
+use agrag_engine::format::tables::{
+    CommunityRow, ConceptRow, DocumentRow, EntityRow, MembershipRow, PassageRow, ReportRow,
+};
+use agrag_engine::format::{Layout, RunData, new_run_id, write_run};
+use agrag_engine::ivf::{CandidateSearch, MIN_ROWS};
+use agrag_engine::query::theme::Status;
+use agrag_engine::visibility::{Target, Visibility};
+use agrag_engine::{Engine, EngineConfig, EngineError, QueryInput, Scope, ThemeRequest};
+
+const DIM: usize = 16;
+
+/// Row `i` of a clustered set of unit vectors: 64 topics, deterministic.
+fn vector(i: usize) -> Vec<f32> {
+    let h = |a: usize, b: usize| {
+        let x = (a as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ (b as u64).wrapping_mul(31);
+        ((x ^ (x >> 29)).wrapping_mul(0xbf58_476d_1ce4_e5b9) >> 40) as f32 / (1u64 << 24) as f32
+            - 0.5
+    };
+    let topic = i % 64;
+    let mut v: Vec<f32> = (0..DIM)
+        .map(|d| h(1_000 + topic, d) + 0.3 * h(i, d + 100))
+        .collect();
+    l2_normalize(&mut v);
+    v
+}
+
+/// `n` communities of one entity each, each entity mentioned by its own one-passage document.
+fn write(root: &std::path::Path, n: usize) -> String {
+    let embedder = HashEmbedder::new(DIM);
+    let key = |c: usize| format!("doc{c:06}");
+    let mut data = RunData {
+        concepts: vec![ConceptRow {
+            concept_id: "C0".into(),
+            preferred_term: "Topic".into(),
+            synonyms: vec![],
+        }],
+        ..RunData::default()
+    };
+    for c in 0..n {
+        data.documents.push(DocumentRow {
+            key: key(c),
+            title: format!("document {c}"),
+            year: None,
+            num_passages: 1,
+            linked: true,
+        });
+        data.passages.push(PassageRow {
+            passage_id: format!("{}#0", key(c)),
+            document_key: key(c),
+            position: 0,
+            text: format!("passage {c}"),
+        });
+        data.entities.push(EntityRow {
+            concept_id: "C0".into(),
+            name: format!("entity {c}"),
+            num_passages: 1,
+            degree: 1.0,
+        });
+        data.mentions.push((c as u32, format!("{}#0", key(c)), 1));
+        data.membership.push(MembershipRow {
+            level: 0,
+            entity: c as u32,
+            community: c as u32,
+            parent: None,
+            is_leaf: true,
+        });
+        data.communities.push(CommunityRow {
+            level: 0,
+            parent: None,
+            size: 1,
+            is_leaf: true,
+        });
+        data.reports.push(ReportRow {
+            level: 0,
+            title: format!("theme {c}"),
+            summary: String::new(),
+            findings: vec![],
+            rank: 1.0,
+            full_content: format!("theme {c}"),
+        });
+        data.report_embeddings.extend(vector(c));
+        data.document_embeddings.extend(vector(c));
+    }
+    let layout = Layout::new(root);
+    let run_id = new_run_id();
+    write_run(
+        &layout,
+        &run_id,
+        &data,
+        embedder.identity(),
+        serde_json::json!({}),
+        "test".into(),
+        serde_json::json!({}),
+    )
+    .unwrap();
+    layout.write_latest(&run_id).unwrap();
+    run_id
+}
+
+fn ask(engine: &Engine, i: usize, limit: usize) -> Vec<u32> {
+    let a = engine
+        .search_themes(&ThemeRequest {
+            query: QueryInput::Vector {
+                model: "agrag-hash-v1".into(),
+                vector: vector(i),
+            },
+            scope: Scope::All,
+            limit,
+            support_limit: 1,
+        })
+        .unwrap();
+    assert_eq!(a.status, Status::Ok);
+    a.themes.iter().map(|t| t.theme_id).collect()
+}
+
+#[test]
+fn ivf_read_finds_what_the_exact_scan_finds_and_respects_visibility() {
+    let dir = tempfile::tempdir().unwrap();
+    let n = MIN_ROWS + 100;
+    let run_id = write(dir.path(), n);
+    let manifest =
+        agrag_engine::format::Manifest::read(&Layout::new(dir.path()).run_dir(&run_id)).unwrap();
+    assert!(manifest.file(report_ivf::CENTROIDS_FILE).is_some());
+    assert_eq!(
+        manifest.file(report_ivf::LISTS_FILE).map(|f| f.rows),
+        Some(n as u64)
+    );
+
+    let ivf = Engine::open(dir.path(), EngineConfig::default()).unwrap();
+    let exact = Engine::open(
+        dir.path(),
+        EngineConfig {
+            candidate_search: CandidateSearch::Exact,
+            ..EngineConfig::default()
+        },
+    )
+    .unwrap();
+    assert!(
+        ivf.view()
+            .unwrap()
+            .snapshot()
+            .unwrap()
+            .report_ivf()
+            .is_some()
+    );
+    let (mut same, mut total) = (0, 0);
+    for i in (0..n).step_by(211) {
+        let a = ask(&ivf, i, 5);
+        let b = ask(&exact, i, 5);
+        // A report's own vector is its best match, through either read.
+        assert_eq!(a[0], i as u32);
+        assert_eq!(b[0], i as u32);
+        total += b.len();
+        same += b.iter().filter(|t| a.contains(t)).count();
+    }
+    assert!(
+        same * 100 >= total * 95,
+        "IVF kept {same} of {total} exact themes"
+    );
+
+    // Hiding the best theme's only passage removes it from the IVF answer too.
+    ivf.set_visibility(Target::Passage, "doc000211#0", Visibility::Hidden, None)
+        .unwrap();
+    assert!(!ask(&ivf, 211, 5).contains(&211));
+}
+
+#[test]
+fn a_corrupt_ivf_file_is_refused_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let run_id = write(dir.path(), MIN_ROWS);
+    let path = Layout::new(dir.path())
+        .run_dir(&run_id)
+        .join(report_ivf::LISTS_FILE);
+    let mut bytes = std::fs::read(&path).unwrap();
+    bytes.truncate(bytes.len() / 2);
+    std::fs::write(&path, bytes).unwrap();
+    let err = agrag_engine::snapshot::Snapshot::open_run(&Layout::new(dir.path()).run_dir(&run_id))
+        .unwrap_err();
+    assert!(
+        matches!(&err, EngineError::Corrupt { path: p, .. } if p.ends_with(report_ivf::LISTS_FILE)),
+        "{err:?}"
+    );
+}
