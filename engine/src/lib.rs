@@ -9,7 +9,7 @@
 //!                              └── live visibility (visibility.sqlite, outside runs/)
 //! ```
 //!
-//! [`format`] owns the on-disk contract; the pipeline writes through it.
+//! [`format`](mod@format) owns the on-disk contract; the pipeline writes through it.
 
 pub mod embed;
 mod engine;

@@ -121,10 +121,10 @@ pub fn column<'a, T: Array + 'static>(
         })
 }
 
-/// Like [`column`], and also refuses nulls in the column.
+/// Like [`column()`], and also refuses nulls in the column.
 ///
 /// # Errors
-/// As [`column`], and [`EngineError::Corrupt`] when the column holds a null.
+/// As [`column()`], and [`EngineError::Corrupt`] when the column holds a null.
 pub fn column_no_nulls<'a, T: Array + 'static>(
     batch: &'a RecordBatch,
     name: &str,

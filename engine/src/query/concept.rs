@@ -19,7 +19,7 @@
 //!    Without `query` the order is ascending `document_key`.
 //! 6. The answer gives the total count and a sample of at most `sample` documents, the
 //!    direction as text, the resolved and expanded concepts, and the coverage line
-//!    "N of M documents in <index> are linked to any concept (P%)…" over the visible in-scope
+//!    "N of M documents in `<index>` are linked to any concept (P%)…" over the visible in-scope
 //!    documents, or a line saying coverage is unknown when the run has no such field.
 
 use std::collections::{HashMap, HashSet};
