@@ -471,12 +471,24 @@ fn main() {
     let args: Vec<String> = std::env::args().collect();
     if args.iter().any(|a| a == "--help" || a == "-h") {
         println!(
-            "query-bench [--quick] [--themes-only] [--concepts-only] [--uniform]\n  --quick: 1k/10k communities and 100k documents\n  --uniform: independent random report embeddings (default: clustered by topic)"
+            "query-bench [--quick] [--themes-only] [--concepts-only] [--uniform] [--keep DIR]\n  --quick: 1k/10k communities and 100k documents\n  --uniform: independent random report embeddings (default: clustered by topic)"
         );
         return;
     }
     let quick = args.iter().any(|a| a == "--quick");
-    let dir = tempfile_dir();
+    // `--keep DIR`: write the runs under DIR and leave them there (to profile an open).
+    let keep = args
+        .iter()
+        .position(|a| a == "--keep")
+        .and_then(|i| args.get(i + 1))
+        .map(PathBuf::from);
+    let dir = match &keep {
+        Some(d) => {
+            std::fs::create_dir_all(d).expect("--keep DIR");
+            d.clone()
+        }
+        None => tempfile_dir(),
+    };
     if !args.iter().any(|a| a == "--concepts-only") {
         let sizes: &[usize] = if quick {
             &[1_000, 10_000]
@@ -497,7 +509,9 @@ fn main() {
             if quick { 200 } else { 2_000 },
         );
     }
-    let _ = std::fs::remove_dir_all(&dir);
+    if keep.is_none() {
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }
 
 fn tempfile_dir() -> PathBuf {

@@ -136,6 +136,36 @@ pub mod document_concepts {
     }
 }
 
+/// `concept_postings.arrow`: the inverted form of `document_concepts`, precomputed so that an
+/// engine opens a run without reading every (document, concept) row. One row per (node field,
+/// concept) with the documents holding it, plus one row per node field whose `concept_id` is
+/// null: every document holding at least one concept in that field. Sorted by (node_field,
+/// concept_id), nulls first. Arrow IPC (engine accelerator; `document_concepts.parquet` remains
+/// the table for analysis, and runs without this file are indexed from it at open).
+pub mod concept_postings {
+    use super::*;
+    /// File name inside the run folder.
+    pub const FILE: &str = "concept_postings.arrow";
+    /// Node field (string).
+    pub const NODE_FIELD: &str = "node_field";
+    /// Concept id (string; null for the field's row of all linked documents).
+    pub const CONCEPT_ID: &str = "concept_id";
+    /// Number of documents in the set (uint64).
+    pub const NUM_DOCUMENTS: &str = "num_documents";
+    /// The set of document row numbers (0-based, `documents.parquet` order), as a roaring bitmap
+    /// in the portable serialization of the RoaringFormatSpec (binary).
+    pub const DOCUMENTS: &str = "documents";
+    /// The table's schema.
+    pub fn schema() -> SchemaRef {
+        Arc::new(Schema::new(vec![
+            utf8(NODE_FIELD),
+            Field::new(CONCEPT_ID, DataType::Utf8, true),
+            Field::new(NUM_DOCUMENTS, DataType::UInt64, false),
+            Field::new(DOCUMENTS, DataType::Binary, false),
+        ]))
+    }
+}
+
 /// `entities.parquet`: graph nodes, sorted by `entity_id` (0-based, dense).
 pub mod entities {
     use super::*;

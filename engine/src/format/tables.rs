@@ -13,9 +13,9 @@ use arrow_array::{
 use super::layout::Layout;
 use super::manifest::Manifest;
 use super::schema::{
-    communities, concept_edges, concepts, document_concepts, document_embeddings, documents,
-    entities, membership, mentions, passages, relationships, report_embeddings, report_ivf,
-    reports,
+    communities, concept_edges, concept_postings, concepts, document_concepts, document_embeddings,
+    documents, entities, membership, mentions, passages, relationships, report_embeddings,
+    report_ivf, reports,
 };
 use super::writer::RunWriter;
 use crate::embed::EmbedderIdentity;
@@ -195,6 +195,58 @@ fn embedding_batch(
     batch(schema, vec![first, Arc::new(list)])
 }
 
+/// Writes `concept_postings.arrow` from the sorted, deduplicated `(node_field, document_key,
+/// concept_id)` rows (see [`concept_postings`]).
+fn write_concept_postings(
+    w: &mut RunWriter,
+    docs: &[DocumentRow],
+    rows: &[&(String, String, String)],
+) -> Result<()> {
+    let doc_index = |key: &str| {
+        docs.binary_search_by(|d| d.key.as_str().cmp(key))
+            .map(|i| i as u32)
+            .map_err(|_| {
+                EngineError::Internal(format!(
+                    "inconsistent run data: document_concepts names document {key:?}, not in documents"
+                ))
+            })
+    };
+    // (field, concept or None for "all linked") → ascending document rows.
+    let mut sets: std::collections::BTreeMap<(&str, Option<&str>), Vec<u32>> =
+        std::collections::BTreeMap::new();
+    for (field, key, concept) in rows.iter().map(|r| (&r.0, &r.1, &r.2)) {
+        let d = doc_index(key)?;
+        let all = sets.entry((field.as_str(), None)).or_default();
+        if all.last() != Some(&d) {
+            all.push(d);
+        }
+        sets.entry((field.as_str(), Some(concept.as_str())))
+            .or_default()
+            .push(d);
+    }
+    let mut blobs = Vec::with_capacity(sets.len());
+    let mut counts = Vec::with_capacity(sets.len());
+    for docs in sets.values() {
+        let b = roaring::RoaringBitmap::from_sorted_iter(docs.iter().copied())
+            .map_err(|e| EngineError::Internal(format!("postings not sorted: {e}")))?;
+        let mut bytes = Vec::with_capacity(b.serialized_size());
+        b.serialize_into(&mut bytes)
+            .map_err(|e| EngineError::Internal(format!("serializing postings: {e}")))?;
+        blobs.push(bytes);
+        counts.push(b.len());
+    }
+    let b = batch(
+        concept_postings::schema(),
+        vec![
+            strings(sets.keys().map(|k| k.0)),
+            Arc::new(StringArray::from_iter(sets.keys().map(|k| k.1))),
+            Arc::new(arrow_array::UInt64Array::from(counts)),
+            Arc::new(arrow_array::BinaryArray::from_iter_values(blobs.iter())),
+        ],
+    )?;
+    w.write_ipc(concept_postings::FILE, &b)
+}
+
 /// Checks the invariants the readers rely on.
 fn check(data: &RunData, dim: usize) -> Result<()> {
     let bad = |what: String| {
@@ -336,6 +388,8 @@ pub fn write_run(
             document_concepts::CONCEPT_ID,
         ],
     )?;
+
+    write_concept_postings(&mut w, docs, &dc)?;
 
     let es = &data.entities;
     let b = batch(

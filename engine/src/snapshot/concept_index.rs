@@ -81,16 +81,32 @@ impl ConceptIndex {
                 parents: Csr::from_pairs(n, &[]),
                 children: Csr::from_pairs(n, &[]),
             });
+        // Rows come in document order, so bitmaps mostly grow by appending (`push`).
+        let add = |b: &mut RoaringBitmap, d: u32| {
+            if b.try_push(d).is_err() {
+                b.insert(d);
+            }
+        };
         let mut postings: HashMap<String, HashMap<u32, RoaringBitmap>> = HashMap::new();
         let mut linked: HashMap<String, RoaringBitmap> = HashMap::new();
-        for (field, d, c) in &v.document_concepts {
-            postings
-                .entry(field.clone())
-                .or_default()
-                .entry(*c)
-                .or_default()
-                .insert(*d);
-            linked.entry(field.clone()).or_default().insert(*d);
+        for (field, rows) in &v.document_concepts {
+            let mut per_concept: Vec<Option<RoaringBitmap>> = vec![None; n];
+            let all = linked.entry(field.clone()).or_default();
+            for &(d, c) in rows {
+                add(per_concept[c as usize].get_or_insert_default(), d);
+                add(all, d);
+            }
+            let field_postings = postings.entry(field.clone()).or_default();
+            for (c, b) in per_concept.into_iter().enumerate() {
+                if let Some(b) = b {
+                    match field_postings.entry(c as u32) {
+                        std::collections::hash_map::Entry::Occupied(mut e) => *e.get_mut() |= b,
+                        std::collections::hash_map::Entry::Vacant(e) => {
+                            e.insert(b);
+                        }
+                    }
+                }
+            }
         }
         Self {
             terms,

@@ -12,8 +12,8 @@ use arrow_array::{Array, FixedSizeListArray, RecordBatch};
 use crate::error::{EngineError, Result};
 use crate::format::reader::{column_no_nulls, read_parquet};
 use crate::format::schema::{
-    communities, concept_edges, concepts, document_concepts, document_embeddings, documents,
-    entities, membership, mentions, passages, report_embeddings, report_ivf,
+    communities, concept_edges, concept_postings, concepts, document_concepts, document_embeddings,
+    documents, entities, membership, mentions, passages, report_embeddings, report_ivf,
 };
 use crate::format::{Layout, Manifest, Verify, verify_run};
 use crate::ivf::IvfIndex;
@@ -77,8 +77,10 @@ pub struct VocabularyTables {
     pub concept_index: HashMap<String, u32>,
     /// `(child, parent, relation)` by concept index.
     pub edges: Vec<(u32, u32, String)>,
-    /// `(node_field, document index, concept index)` rows of `document_concepts`.
-    pub document_concepts: Vec<(String, u32, u32)>,
+    /// The rows of `document_concepts` per node field: `(node_field, [(document index, concept
+    /// index)])`, in file order. A field may appear more than once only in a file that is not
+    /// sorted by node field (tolerated).
+    pub document_concepts: Vec<(String, Vec<(u32, u32)>)>,
 }
 
 /// One complete run, opened read-only. Immutable; shared between queries behind an `Arc`.
@@ -341,8 +343,19 @@ impl Snapshot {
         } else {
             None
         };
-        let vocabulary = read_vocabulary(dir, run_id, &document_index)?;
-        let concept_index = concept_index::ConceptIndex::build(&vocabulary);
+        // Runs with precomputed postings skip the (document, concept) rows entirely.
+        let precomputed = manifest.file(concept_postings::FILE).is_some();
+        let vocabulary = read_vocabulary(dir, run_id, &document_index, !precomputed)?;
+        let mut concept_index = concept_index::ConceptIndex::build(&vocabulary);
+        if precomputed {
+            let (postings, linked) = read_concept_postings(
+                &p(concept_postings::FILE),
+                &vocabulary.concept_index,
+                document_keys.len(),
+            )?;
+            concept_index.postings = postings;
+            concept_index.linked = linked;
+        }
         let text_index = crate::text::TextIndex::open(&p(crate::text::TEXT_INDEX_DIR))?;
         Ok(Self {
             dir: dir.to_owned(),
@@ -426,6 +439,66 @@ impl Snapshot {
     pub fn passage_index(&self, id: &str) -> Option<u32> {
         self.passage_index.get(id).copied()
     }
+}
+
+/// Per node field, concept → documents and all linked documents.
+type Postings = (
+    HashMap<String, HashMap<u32, roaring::RoaringBitmap>>,
+    HashMap<String, roaring::RoaringBitmap>,
+);
+
+/// Reads `concept_postings.arrow` (see [`concept_postings`]), checking every concept id and
+/// document row against the run.
+fn read_concept_postings(
+    path: &Path,
+    concept_index: &HashMap<String, u32>,
+    num_documents: usize,
+) -> Result<Postings> {
+    let buffer = mmap::map_file(path)?;
+    let batches = mmap::decode_ipc_file(path, &buffer)?;
+    let mut postings: HashMap<String, HashMap<u32, roaring::RoaringBitmap>> = HashMap::new();
+    let mut linked: HashMap<String, roaring::RoaringBitmap> = HashMap::new();
+    let mut row = 0usize;
+    for b in &batches {
+        crate::format::reader::check_schema(path, &b.schema(), &concept_postings::schema())?;
+        let fields = b.column(0).as_string::<i32>();
+        let concepts = b.column(1).as_string::<i32>();
+        let counts = b.column(2).as_primitive::<arrow_array::types::UInt64Type>();
+        let blobs = b.column(3).as_binary::<i32>();
+        if fields.null_count() + counts.null_count() + blobs.null_count() > 0 {
+            return Err(EngineError::corrupt(path, "null values"));
+        }
+        for i in 0..b.num_rows() {
+            let bad = |why: String| EngineError::corrupt(path, format!("row {row}: {why}"));
+            let set = roaring::RoaringBitmap::deserialize_from(blobs.value(i))
+                .map_err(|e| bad(format!("documents: {e}")))?;
+            if set.len() != counts.value(i) {
+                return Err(bad(format!(
+                    "{} documents where num_documents says {}",
+                    set.len(),
+                    counts.value(i)
+                )));
+            }
+            if set.max().is_some_and(|m| m as usize >= num_documents) {
+                return Err(bad(format!(
+                    "document row {} out of range ({num_documents} documents)",
+                    set.max().unwrap_or_default()
+                )));
+            }
+            let field = fields.value(i);
+            if concepts.is_null(i) {
+                linked.insert(field.to_owned(), set);
+            } else {
+                let id = concepts.value(i);
+                let c = *concept_index
+                    .get(id)
+                    .ok_or_else(|| bad(format!("concept {id:?} is not in concepts.parquet")))?;
+                postings.entry(field.to_owned()).or_default().insert(c, set);
+            }
+            row += 1;
+        }
+    }
+    Ok((postings, linked))
 }
 
 /// Reads the IVF index files of a run (see [`report_ivf`]); the codes stay mapped.
@@ -515,6 +588,7 @@ fn read_vocabulary(
     dir: &Path,
     run_id: Option<&str>,
     document_index: &HashMap<String, u32>,
+    with_document_concepts: bool,
 ) -> Result<VocabularyTables> {
     let path = dir.join(concepts::FILE);
     let b = read_parquet(&path, &concepts::schema(), run_id)?;
@@ -563,28 +637,49 @@ fn read_vocabulary(
             rel.value(row).to_owned(),
         ));
     }
+    let mut document_concepts: Vec<(String, Vec<(u32, u32)>)> = Vec::new();
+    if !with_document_concepts {
+        return Ok(VocabularyTables {
+            concept_ids,
+            preferred_terms,
+            synonyms,
+            concept_index,
+            edges,
+            document_concepts,
+        });
+    }
     let path = dir.join(document_concepts::FILE);
     let b = read_parquet(&path, &document_concepts::schema(), run_id)?;
     let dk =
         column_no_nulls::<arrow_array::StringArray>(&b, document_concepts::DOCUMENT_KEY, &path)?;
     let nf = column_no_nulls::<arrow_array::StringArray>(&b, document_concepts::NODE_FIELD, &path)?;
     let dc = column_no_nulls::<arrow_array::StringArray>(&b, document_concepts::CONCEPT_ID, &path)?;
-    let mut document_concepts = Vec::with_capacity(b.num_rows());
+    // The file is sorted by (node_field, document_key, concept_id): consecutive rows share a
+    // field and a document, so each is looked up once per run of rows.
+    let mut last_key: Option<(&str, u32)> = None;
     for row in 0..b.num_rows() {
-        let d = *document_index.get(dk.value(row)).ok_or_else(|| {
-            EngineError::corrupt(
-                &path,
-                format!(
-                    "row {row}: document_key {:?} is not in documents.parquet",
-                    dk.value(row)
-                ),
-            )
-        })?;
-        document_concepts.push((
-            nf.value(row).to_owned(),
-            d,
-            lookup(dc.value(row), &path, row)?,
-        ));
+        let key = dk.value(row);
+        let d = match last_key {
+            Some((k, d)) if k == key => d,
+            _ => {
+                let d = *document_index.get(key).ok_or_else(|| {
+                    EngineError::corrupt(
+                        &path,
+                        format!("row {row}: document_key {key:?} is not in documents.parquet"),
+                    )
+                })?;
+                last_key = Some((key, d));
+                d
+            }
+        };
+        let field = nf.value(row);
+        if document_concepts.last().is_none_or(|(f, _)| f != field) {
+            document_concepts.push((field.to_owned(), Vec::new()));
+        }
+        let c = lookup(dc.value(row), &path, row)?;
+        if let Some((_, rows)) = document_concepts.last_mut() {
+            rows.push((d, c));
+        }
     }
     Ok(VocabularyTables {
         concept_ids,
@@ -599,6 +694,121 @@ fn read_vocabulary(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::embed::{Embedder, HashEmbedder};
+    use crate::format::tables::{ConceptRow, DocumentRow, PassageRow};
+    use crate::format::{RunData, new_run_id, write_run};
+
+    /// The precomputed postings equal the postings built from `document_concepts` rows, so
+    /// runs without the file (older runs) answer the same.
+    #[test]
+    fn precomputed_postings_equal_the_built_ones() {
+        let dir = tempfile::tempdir().unwrap();
+        let keys = ["a", "b", "c", "d"];
+        let embedder = HashEmbedder::new(8);
+        let rows = [
+            ("concept", "a", "C1"),
+            ("concept", "a", "C2"),
+            ("concept", "c", "C1"),
+            ("mesh", "b", "C3"),
+            ("mesh", "d", "C1"),
+            ("mesh", "d", "C3"),
+        ];
+        let data = RunData {
+            documents: keys
+                .iter()
+                .map(|k| DocumentRow {
+                    key: (*k).into(),
+                    title: format!("title {k}"),
+                    year: None,
+                    num_passages: 1,
+                    linked: true,
+                })
+                .collect(),
+            passages: keys
+                .iter()
+                .map(|k| PassageRow {
+                    passage_id: format!("{k}#0"),
+                    document_key: (*k).into(),
+                    position: 0,
+                    text: format!("text {k}"),
+                })
+                .collect(),
+            concepts: ["C1", "C2", "C3"]
+                .iter()
+                .map(|c| ConceptRow {
+                    concept_id: (*c).into(),
+                    preferred_term: format!("term {c}"),
+                    synonyms: vec![],
+                })
+                .collect(),
+            document_concepts: rows
+                .iter()
+                .map(|(f, d, c)| ((*f).into(), (*d).into(), (*c).into()))
+                .collect(),
+            document_embeddings: keys
+                .iter()
+                .flat_map(|k| embedder.embed(k).unwrap())
+                .collect(),
+            ..RunData::default()
+        };
+        let layout = Layout::new(dir.path());
+        let run_id = new_run_id();
+        write_run(
+            &layout,
+            &run_id,
+            &data,
+            embedder.identity(),
+            serde_json::json!({}),
+            "test".into(),
+            serde_json::json!({}),
+        )
+        .unwrap();
+        let run = layout.run_dir(&run_id);
+        let snap = Snapshot::open_run(&run).unwrap();
+        let docs: HashMap<String, u32> = keys
+            .iter()
+            .enumerate()
+            .map(|(i, k)| ((*k).to_owned(), i as u32))
+            .collect();
+        let vocabulary = read_vocabulary(&run, Some(&run_id), &docs, true).unwrap();
+        let built = concept_index::ConceptIndex::build(&vocabulary);
+        assert_eq!(snap.concept_index.postings, built.postings);
+        assert_eq!(snap.concept_index.linked, built.linked);
+        let c1 = vocabulary.concept_index["C1"];
+        let set: Vec<u32> = snap.concept_index.postings["concept"][&c1].iter().collect();
+        assert_eq!(set, vec![0, 2]);
+        let linked: Vec<u32> = snap.concept_index.linked["mesh"].iter().collect();
+        assert_eq!(linked, vec![1, 3]);
+
+        // A document row out of range is refused, naming the file and row.
+        let bad = dir.path().join("bad.arrow");
+        let mut big = roaring::RoaringBitmap::new();
+        big.insert(99);
+        let mut blob = Vec::new();
+        big.serialize_into(&mut blob).unwrap();
+        let b = RecordBatch::try_new(
+            concept_postings::schema(),
+            vec![
+                std::sync::Arc::new(arrow_array::StringArray::from(vec!["concept"])),
+                std::sync::Arc::new(arrow_array::StringArray::from(vec![Some("C1")])),
+                std::sync::Arc::new(arrow_array::UInt64Array::from(vec![1u64])),
+                std::sync::Arc::new(arrow_array::BinaryArray::from_vec(vec![&blob[..]])),
+            ],
+        )
+        .unwrap();
+        let mut w = arrow_ipc::writer::FileWriter::try_new(
+            std::fs::File::create(&bad).unwrap(),
+            &b.schema(),
+        )
+        .unwrap();
+        w.write(&b).unwrap();
+        w.finish().unwrap();
+        let err = read_concept_postings(&bad, &vocabulary.concept_index, 4).unwrap_err();
+        assert!(
+            err.to_string().contains("row 0") && err.to_string().contains("out of range"),
+            "{err}"
+        );
+    }
 
     #[test]
     fn csr_rows() {
