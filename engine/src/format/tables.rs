@@ -2,6 +2,7 @@
 //! the contract. The pipeline fills a [`RunData`]; tests and benches build small or synthetic
 //! runs the same way, so every run on disk comes from this one writer.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use arrow_array::builder::{ListBuilder, StringBuilder};
@@ -211,22 +212,38 @@ fn write_concept_postings(
                 ))
             })
     };
-    // (field, concept or None for "all linked") → ascending document rows.
-    let mut sets: std::collections::BTreeMap<(&str, Option<&str>), Vec<u32>> =
-        std::collections::BTreeMap::new();
-    for (field, key, concept) in rows.iter().map(|r| (&r.0, &r.1, &r.2)) {
-        let d = doc_index(key)?;
-        let all = sets.entry((field.as_str(), None)).or_default();
-        if all.last() != Some(&d) {
-            all.push(d);
+    // (field, concept or None for "all linked") → ascending document rows. Rows are sorted by
+    // (field, document, concept), so each field's rows are contiguous and documents ascend.
+    type Set<'a> = ((&'a str, Option<&'a str>), Vec<u32>);
+    let mut sets: Vec<Set<'_>> = Vec::new();
+    let mut start = 0;
+    while start < rows.len() {
+        let field = rows[start].0.as_str();
+        let end = start + rows[start..].partition_point(|r| r.0 == field);
+        let mut all: Vec<u32> = Vec::new();
+        let mut per_concept: HashMap<&str, Vec<u32>> = HashMap::new();
+        let mut last: Option<(&str, u32)> = None;
+        for r in &rows[start..end] {
+            let d = match last {
+                Some((k, d)) if k == r.1 => d,
+                _ => {
+                    let d = doc_index(&r.1)?;
+                    last = Some((r.1.as_str(), d));
+                    all.push(d);
+                    d
+                }
+            };
+            per_concept.entry(r.2.as_str()).or_default().push(d);
         }
-        sets.entry((field.as_str(), Some(concept.as_str())))
-            .or_default()
-            .push(d);
+        let mut concepts: Vec<(&str, Vec<u32>)> = per_concept.into_iter().collect();
+        concepts.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        sets.push(((field, None), all));
+        sets.extend(concepts.into_iter().map(|(c, d)| ((field, Some(c)), d)));
+        start = end;
     }
     let mut blobs = Vec::with_capacity(sets.len());
     let mut counts = Vec::with_capacity(sets.len());
-    for docs in sets.values() {
+    for (_, docs) in &sets {
         let b = roaring::RoaringBitmap::from_sorted_iter(docs.iter().copied())
             .map_err(|e| EngineError::Internal(format!("postings not sorted: {e}")))?;
         let mut bytes = Vec::with_capacity(b.serialized_size());
@@ -238,8 +255,8 @@ fn write_concept_postings(
     let b = batch(
         concept_postings::schema(),
         vec![
-            strings(sets.keys().map(|k| k.0)),
-            Arc::new(StringArray::from_iter(sets.keys().map(|k| k.1))),
+            strings(sets.iter().map(|(k, _)| k.0)),
+            Arc::new(StringArray::from_iter(sets.iter().map(|(k, _)| k.1))),
             Arc::new(arrow_array::UInt64Array::from(counts)),
             Arc::new(arrow_array::BinaryArray::from_iter_values(blobs.iter())),
         ],
