@@ -4,3 +4,8 @@
 mod common;
 // find_by_meaning: expansion, coverage, visibility, composition, scale.
 mod concepts;
+// The agent tools: the shared argument checker, scope, MCP_MAX_HITS, partial_retrieval.
+mod tools;
+// The MCP server over stdio: the real binary spoken to in JSON-RPC.
+#[cfg(feature = "mcp")]
+mod mcp_stdio;
