@@ -239,6 +239,11 @@ fn hostile_input_gets_clear_errors_and_the_server_keeps_serving() {
         r#"{{"jsonrpc":"2.0","id":9000,"method":"tools/call","params":{{"name":"search_themes","arguments":{{"query":{deep}}}}}}}"#
     ));
     s.send_raw("this is not json");
+    // A line over the transport's 16 MiB line limit is dropped unanswered.
+    s.send_raw(&format!(
+        r#"{{"jsonrpc":"2.0","id":9001,"method":"tools/call","params":{{"name":"search_themes","arguments":{{"query":"{}"}}}}}}"#,
+        "q".repeat(17 << 20)
+    ));
 
     // Unknown tool: a JSON-RPC invalid-params error naming the tools.
     let r = s.call("rm_rf", json!({}));
@@ -292,4 +297,35 @@ fn fifty_concurrent_calls_all_answer() {
     }
     let r = s.call("find_by_meaning", json!({"term": "dog"}));
     assert_eq!(r["result"]["structuredContent"]["total"], 1, "{r}");
+}
+
+#[test]
+fn unusable_settings_stop_serve_with_exit_code_2() {
+    let dir = run_root();
+    let run = |env: &[(&str, &str)], args: &[&str]| {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_agrag-engine"));
+        cmd.arg("serve")
+            .args(args)
+            .env("AGRAG_ROOT", dir.path())
+            .env_remove("MCP_SCOPE")
+            .env_remove("MCP_MAX_HITS")
+            .env_remove("AGRAG_CONFIG")
+            .stdin(Stdio::null());
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let out = cmd.output().unwrap();
+        (out.status.code(), String::from_utf8_lossy(&out.stderr).into_owned())
+    };
+    for (env, args, named) in [
+        (&[("MCP_MAX_HITS", "0")][..], &[][..], "MCP_MAX_HITS"),
+        (&[("MCP_SCOPE", "/nonexistent/keys")][..], &[][..], "MCP_SCOPE"),
+        (&[("EMBEDDING_PROVIDER", "gpt")][..], &[][..], "EMBEDDING_PROVIDER"),
+        (&[][..], &["--http", "not an address"][..], "--http"),
+        (&[][..], &["--config", "/nonexistent/agrag.toml"][..], "config"),
+    ] {
+        let (code, stderr) = run(env, args);
+        assert_eq!(code, Some(2), "{env:?} {args:?}: {stderr}");
+        assert!(stderr.contains(named), "{named} not named in: {stderr}");
+    }
 }

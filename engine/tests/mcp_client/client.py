@@ -48,6 +48,51 @@ async def over_stdio(binary, root, env=None):
             yield session
 
 
+def raw_post(port, body):
+    """POSTs raw bytes to /mcp outside any session; returns (HTTP status, body text)."""
+    import urllib.error
+    import urllib.request
+
+    req = urllib.request.Request(
+        f"http://127.0.0.1:{port}/mcp",
+        data=body,
+        method="POST",
+        headers={"Content-Type": "application/json", "Accept": "application/json, text/event-stream"},
+    )
+    try:
+        with urllib.request.urlopen(req, timeout=TIMEOUT_S) as r:
+            return r.status, r.read().decode("utf-8", "replace")
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode("utf-8", "replace")
+
+
+async def hostile_http(session):
+    """Bodies the SDK client would never send: nesting past the parser's depth limit, a body
+    that is not JSON, a body over the 4 MiB limit, a foreign Host header. Each is refused
+    with a 4xx status; the session keeps working."""
+    port = session.http_port
+    deep = b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"search_themes","arguments":{"query":' + b"[" * 100_000 + b"]" * 100_000 + b"}}}"
+    for what, body in [
+        ("nesting 100,000 deep", deep),
+        ("not JSON", b"this is not json"),
+        ("a 5 MiB body", b'{"q":"' + b"x" * (5 << 20) + b'"}'),
+    ]:
+        status, text = await asyncio.to_thread(raw_post, port, body)
+        print(f"[http] raw POST with {what}: HTTP {status}", flush=True)
+        check(400 <= status < 500, f"{what} is refused with a 4xx status", (status, text[:200]))
+    import http.client
+
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=TIMEOUT_S)
+    conn.request("POST", "/mcp", body=b"{}", headers={"Host": "evil.example", "Content-Type": "application/json",
+                                                      "Accept": "application/json, text/event-stream"})
+    status = conn.getresponse().status
+    conn.close()
+    print(f"[http] foreign Host header: HTTP {status}", flush=True)
+    check(400 <= status < 500, "a foreign Host is refused (DNS rebinding)", status)
+    r = await call(session, "find_by_meaning", {"term": "myocardial infarction", "sample": 1})
+    check(r.structured_content["status"] == "ok", "the session still serves after hostile bodies", text_of(r))
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -74,6 +119,7 @@ async def over_http(binary, root, env=None):
                 time.sleep(0.1)
         async with streamable_http_client(f"http://127.0.0.1:{port}/mcp") as (read, write):
             async with ClientSession(read, write) as session:
+                session.http_port = port
                 yield session
         check(proc.poll() is None, "the HTTP server is still running after the session")
     finally:
@@ -250,6 +296,7 @@ async def main():
         await scenario(session, "stdio")
     async with over_http(a.binary, a.root, env) as session:
         await scenario(session, "http")
+        await hostile_http(session)
     await asyncio.wait_for(scope_scenario(a.binary, a.root), 300)
     print("MCP client: all checks passed (stdio and streamable HTTP)")
 
