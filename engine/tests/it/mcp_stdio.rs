@@ -315,14 +315,29 @@ fn unusable_settings_stop_serve_with_exit_code_2() {
             cmd.env(k, v);
         }
         let out = cmd.output().unwrap();
-        (out.status.code(), String::from_utf8_lossy(&out.stderr).into_owned())
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
     };
     for (env, args, named) in [
         (&[("MCP_MAX_HITS", "0")][..], &[][..], "MCP_MAX_HITS"),
-        (&[("MCP_SCOPE", "/nonexistent/keys")][..], &[][..], "MCP_SCOPE"),
-        (&[("EMBEDDING_PROVIDER", "gpt")][..], &[][..], "EMBEDDING_PROVIDER"),
+        (
+            &[("MCP_SCOPE", "/nonexistent/keys")][..],
+            &[][..],
+            "MCP_SCOPE",
+        ),
+        (
+            &[("EMBEDDING_PROVIDER", "gpt")][..],
+            &[][..],
+            "EMBEDDING_PROVIDER",
+        ),
         (&[][..], &["--http", "not an address"][..], "--http"),
-        (&[][..], &["--config", "/nonexistent/agrag.toml"][..], "config"),
+        (
+            &[][..],
+            &["--config", "/nonexistent/agrag.toml"][..],
+            "config",
+        ),
     ] {
         let (code, stderr) = run(env, args);
         assert_eq!(code, Some(2), "{env:?} {args:?}: {stderr}");
