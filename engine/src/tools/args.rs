@@ -25,6 +25,9 @@ pub const MAX_SUPPORT_LIMIT: u64 = 10;
 pub const MAX_SAMPLE: u64 = 50;
 /// Most evidence ids one `fetch_evidence` call may ask for.
 pub const MAX_EVIDENCE_IDS: u64 = 20;
+/// Most unknown fields named one by one in a rejection (the rest are counted), so a hostile
+/// call cannot make the message large; field names are cut at 100 characters.
+pub const MAX_UNKNOWN_REPORTED: usize = 10;
 
 /// The type and range of one argument.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -526,17 +529,28 @@ pub fn check_arguments(tool: &str, args: &Value) -> Result<Checked, ArgErrors> {
         }
     }
     let names: Vec<&str> = spec.fields.iter().map(|f| f.name).collect();
-    for key in obj.keys() {
-        if !names.contains(&key.as_str()) {
-            errors.push(ArgError {
-                field: clip(key, 100),
-                reason: format!(
-                    "is not an argument of {}; they are: {}",
-                    spec.name,
-                    names.join(", ")
-                ),
-            });
-        }
+    let unknown: Vec<&String> = obj
+        .keys()
+        .filter(|k| !names.contains(&k.as_str()))
+        .collect();
+    for key in unknown.iter().take(MAX_UNKNOWN_REPORTED) {
+        errors.push(ArgError {
+            field: clip(key, 100),
+            reason: format!(
+                "is not an argument of {}; they are: {}",
+                spec.name,
+                names.join(", ")
+            ),
+        });
+    }
+    if unknown.len() > MAX_UNKNOWN_REPORTED {
+        errors.push(ArgError {
+            field: "arguments".into(),
+            reason: format!(
+                "hold {} more unknown fields (not listed)",
+                unknown.len() - MAX_UNKNOWN_REPORTED
+            ),
+        });
     }
     if !spec.exactly_one_of.is_empty() {
         let given: Vec<&str> = spec

@@ -267,3 +267,24 @@ fn embedding_settings_that_differ_from_the_run_answer_failed() {
     assert!(out.text.contains("failure [embed]"), "{}", out.text);
     assert!(run.partial_retrieval());
 }
+
+#[test]
+fn many_or_long_unknown_fields_keep_the_message_short() {
+    let mut args = serde_json::Map::new();
+    args.insert("query".into(), json!("q"));
+    for i in 0..10_000 {
+        args.insert(format!("{}{i}", "k".repeat(1000)), json!(i));
+    }
+    let e = check_arguments("search_themes", &Value::Object(args)).unwrap_err();
+    let ArgErrors::Invalid { errors, .. } = &e else {
+        panic!("{e:?}")
+    };
+    assert_eq!(errors.len(), 11);
+    assert_eq!(errors[10].field, "arguments");
+    assert!(
+        errors[10].reason.contains("9990 more unknown fields"),
+        "{:?}",
+        errors[10]
+    );
+    assert!(e.to_string().len() < 4000, "{} bytes", e.to_string().len());
+}
