@@ -7,6 +7,8 @@
 //!                   Snapshot ──┬── search_themes   (query → report embeddings → themes + passages)
 //!                              ├── fetch_evidence  (passage text by evidence id)
 //!                              └── live visibility (visibility.sqlite, outside runs/)
+//!
+//! tools::ToolBox (settings: scope, MCP_MAX_HITS, EMBEDDING_*) ──► agent tools, mcp (feature `mcp`)
 //! ```
 //!
 //! [`format`](mod@format) owns the on-disk contract; the pipeline writes through it.
@@ -16,10 +18,13 @@ mod engine;
 pub mod error;
 pub mod format;
 pub mod ivf;
+#[cfg(feature = "mcp")]
+pub mod mcp;
 pub mod query;
 pub mod snapshot;
 pub mod store;
 pub mod text;
+pub mod tools;
 mod view;
 pub mod visibility;
 

@@ -131,6 +131,21 @@ enum Command {
         #[command(flatten)]
         root: RootArg,
     },
+    /// Serve search_themes, find_by_meaning and fetch_evidence over MCP (stdio, or
+    /// streamable HTTP with --http). Settings: AGRAG_ROOT, MCP_MAX_HITS, MCP_SCOPE,
+    /// EMBEDDING_* from the environment, over the config file (see the README).
+    Serve {
+        /// Snapshot root [default: $AGRAG_ROOT, else the config file's `root`, else ./.agrag]
+        #[arg(long)]
+        root: Option<PathBuf>,
+        /// TOML config file (root, [mcp] max_hits/scope, [embedding] ...)
+        #[arg(long, env = "AGRAG_CONFIG")]
+        config: Option<PathBuf>,
+        /// Serve streamable HTTP at ADDR (HOST:PORT, or a bare PORT on 127.0.0.1) under /mcp
+        /// instead of stdio
+        #[arg(long, value_name = "ADDR")]
+        http: Option<String>,
+    },
 }
 
 #[derive(Args)]
@@ -492,6 +507,7 @@ fn run(cli: Cli) -> CmdResult {
                 Ok(())
             }
         },
+        Command::Serve { root, config, http } => serve(root, config, http),
         Command::Verify { root } => {
             let layout = Layout::new(root.path());
             let run_id = layout
@@ -510,6 +526,57 @@ fn run(cli: Cli) -> CmdResult {
             Ok(())
         }
     }
+}
+
+#[cfg(feature = "mcp")]
+/// `--http` value → socket address: a bare port binds 127.0.0.1.
+fn http_addr(spec: &str) -> Result<std::net::SocketAddr, (u8, anyhow::Error)> {
+    use std::net::ToSocketAddrs;
+    if let Ok(port) = spec.parse::<u16>() {
+        return Ok(std::net::SocketAddr::from(([127, 0, 0, 1], port)));
+    }
+    spec.to_socket_addrs()
+        .ok()
+        .and_then(|mut a| a.next())
+        .ok_or_else(|| {
+            usage(anyhow::anyhow!(
+                "invalid --http {spec:?}: expected HOST:PORT (e.g. 127.0.0.1:8765) or a port"
+            ))
+        })
+}
+
+#[cfg(feature = "mcp")]
+fn serve(root: Option<PathBuf>, config: Option<PathBuf>, http: Option<String>) -> CmdResult {
+    use agrag_engine::tools::{Settings, ToolBox};
+    let mut settings =
+        Settings::load(config.as_deref(), |k| std::env::var(k).ok()).map_err(usage)?;
+    if let Some(r) = root {
+        settings.root = r;
+    }
+    let addr = http.as_deref().map(http_addr).transpose()?;
+    let tools = ToolBox::open(settings).map_err(|e| (engine_code(&e), e.into()))?;
+    if let Some(r) = tools.engine().not_ready_reason() {
+        eprintln!("agrag-engine: no run served yet ({r}); searches answer index_not_ready");
+    }
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")
+        .map_err(work)?;
+    rt.block_on(async move {
+        match addr {
+            Some(a) => agrag_engine::mcp::serve_http(tools, a).await,
+            None => agrag_engine::mcp::serve_stdio(tools).await,
+        }
+    })
+    .map_err(work)
+}
+
+#[cfg(not(feature = "mcp"))]
+fn serve(_root: Option<PathBuf>, _config: Option<PathBuf>, _http: Option<String>) -> CmdResult {
+    Err(usage(anyhow::anyhow!(
+        "this agrag-engine was built without the `mcp` feature; rebuild with `--features mcp`"
+    )))
 }
 
 fn main() -> ExitCode {

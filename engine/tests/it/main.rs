@@ -6,3 +6,8 @@ mod common;
 mod concepts;
 // search_themes through the IVF index of large runs.
 mod themes_ivf;
+// The agent tools: the shared argument checker, scope, MCP_MAX_HITS, partial_retrieval.
+mod tools;
+// The MCP server over stdio: the real binary spoken to in JSON-RPC.
+#[cfg(feature = "mcp")]
+mod mcp_stdio;

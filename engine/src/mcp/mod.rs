@@ -1,0 +1,170 @@
+//! The MCP server (feature `mcp`): the [`tools`](crate::tools) over the Model Context
+//! Protocol, on stdio or streamable HTTP, with the official Rust SDK `rmcp`.
+//!
+//! * `tools/list` publishes [`TOOLS`]: name, description and the JSON Schema derived from the
+//!   same table as the argument checker.
+//! * `tools/call` runs [`check_arguments`] before anything else. Bad arguments answer a tool
+//!   result with `isError: true`, the text `Invalid arguments. …` naming each bad field, and
+//!   the structured `{"error": "invalid_arguments", "errors": [{field, reason}]}`; no search
+//!   runs. An unknown tool is a JSON-RPC `invalid params` error (-32602) naming the tools.
+//! * Checked calls run on Tokio's blocking pool ([`ToolBox::call`]), so slow searches never
+//!   stall the protocol loop; results carry `structuredContent` (the library's answer, same
+//!   fields and statuses) and a short text rendering.
+//!
+//! This module is the single place where an engine error becomes a protocol answer.
+
+use std::net::SocketAddr;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ErrorData,
+    Implementation, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
+    Tool,
+};
+use rmcp::service::RequestContext;
+use rmcp::{RoleServer, ServerHandler, ServiceExt};
+use serde_json::Value;
+
+use crate::tools::{ArgErrors, TOOLS, ToolBox, ToolOutput, check_arguments};
+
+/// The server: a [`ToolBox`] behind the MCP protocol. Cheap to clone (one per HTTP session).
+#[derive(Debug, Clone)]
+pub struct McpServer {
+    tools: ToolBox,
+}
+
+impl McpServer {
+    /// A server answering with `tools`.
+    pub fn new(tools: ToolBox) -> Self {
+        Self { tools }
+    }
+
+    /// The tools as MCP `Tool`s (name, description, input schema).
+    pub fn tool_list() -> Vec<Tool> {
+        TOOLS
+            .iter()
+            .map(|t| {
+                let schema = match t.input_schema() {
+                    Value::Object(m) => m,
+                    _ => serde_json::Map::new(),
+                };
+                Tool::new(t.name, t.description, schema)
+            })
+            .collect()
+    }
+}
+
+fn to_result(out: ToolOutput) -> CallToolResult {
+    let mut r = if out.is_error {
+        CallToolResult::error(vec![ContentBlock::text(out.text)])
+    } else {
+        CallToolResult::success(vec![ContentBlock::text(out.text)])
+    };
+    r.structured_content = Some(out.structured);
+    r
+}
+
+impl ServerHandler for McpServer {
+    fn get_info(&self) -> ServerConfig {
+        let s = self.tools.settings();
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new(
+                "agrag-engine",
+                env!("CARGO_PKG_VERSION"),
+            ))
+            .with_instructions(format!(
+                "Theme and concept search over a biomedical corpus (snapshot root {}). \
+                 search_themes finds themes for a question with evidence ids; find_by_meaning \
+                 lists documents about a MeSH concept; fetch_evidence returns passage text. \
+                 Scope: {}; at most {} themes per search.",
+                s.root.display(),
+                s.scope_source,
+                s.max_hits
+            ))
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(Self::tool_list()))
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        Self::tool_list().into_iter().find(|t| t.name == name)
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let args = request.arguments.map_or(Value::Null, Value::Object);
+        let checked = match check_arguments(&request.name, &args) {
+            Ok(c) => c,
+            Err(e @ ArgErrors::UnknownTool { .. }) => {
+                let out = ToolBox::rejected(&request.name, &e);
+                return Err(ErrorData::invalid_params(out.text, Some(out.structured)));
+            }
+            Err(e) => return Ok(to_result(ToolBox::rejected(&request.name, &e)).into()),
+        };
+        let tools = self.tools.clone();
+        let out = tokio::task::spawn_blocking(move || tools.run(&checked))
+            .await
+            .map_err(|e| {
+                ErrorData::internal_error(format!("the tool call did not finish: {e}"), None)
+            })?;
+        Ok(to_result(out).into())
+    }
+}
+
+/// Serves MCP on stdin/stdout until the client closes stdin.
+///
+/// # Errors
+/// An I/O error (the transport's message inside) when the session cannot start or ends abnormally.
+pub async fn serve_stdio(tools: ToolBox) -> std::io::Result<()> {
+    let running = McpServer::new(tools)
+        .serve(rmcp::transport::stdio())
+        .await
+        .map_err(|e| std::io::Error::other(format!("MCP stdio session could not start: {e}")))?;
+    running.waiting().await.map_err(std::io::Error::other)?;
+    Ok(())
+}
+
+/// Serves MCP over streamable HTTP at `http://ADDR/mcp` until Ctrl-C. Prints the URL on
+/// stderr once listening. Requests whose `Host` is not loopback or the bound address are
+/// refused (DNS-rebinding protection); bodies over 4 MiB are refused.
+///
+/// # Errors
+/// When `addr` cannot be bound, or the server fails.
+pub async fn serve_http(tools: ToolBox, addr: SocketAddr) -> std::io::Result<()> {
+    use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+    use rmcp::transport::streamable_http_server::{
+        StreamableHttpServerConfig, StreamableHttpService,
+    };
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|e| std::io::Error::new(e.kind(), format!("cannot listen on {addr}: {e}")))?;
+    let local = listener.local_addr()?;
+    let mut hosts = vec![
+        "localhost".to_owned(),
+        "127.0.0.1".to_owned(),
+        "::1".to_owned(),
+    ];
+    hosts.push(local.ip().to_string());
+    let config = StreamableHttpServerConfig::default().with_allowed_hosts(hosts);
+    let server = McpServer::new(tools);
+    let service = StreamableHttpService::new(
+        move || Ok(server.clone()),
+        LocalSessionManager::default().into(),
+        config,
+    );
+    let router = axum::Router::new().nest_service("/mcp", service);
+    eprintln!("agrag-engine MCP server listening on http://{local}/mcp");
+    axum::serve(listener, router)
+        .with_graceful_shutdown(async {
+            let _ = tokio::signal::ctrl_c().await;
+        })
+        .await?;
+    Ok(())
+}
