@@ -111,9 +111,12 @@ impl Layout {
                 .and_then(|()| f.sync_all())
                 .map_err(|e| EngineError::io(&tmp, e))?;
         }
+        super::writer::fault_point("latest-tmp");
         let latest = self.latest_path();
         fs::rename(&tmp, &latest).map_err(|e| EngineError::io(&latest, e))?;
-        sync_dir(&self.root)
+        sync_dir(&self.root)?;
+        super::writer::fault_point("latest");
+        Ok(())
     }
 
     /// Ids of the complete runs under `runs/` (staging folders excluded), oldest first.

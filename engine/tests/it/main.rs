@@ -4,3 +4,5 @@
 mod common;
 // find_by_meaning: expansion, coverage, visibility, composition, scale.
 mod concepts;
+// Operations: reload and watcher, gc while served, damaged files refused, `verify`.
+mod ops;
