@@ -308,6 +308,10 @@ fn write_synced(path: &Path, bytes: &[u8]) -> Result<()> {
 /// it costs one environment lookup per run.
 pub const FAULT_ENV: &str = "AGRAG_FAULT_AT";
 
+/// Environment variable that, when set, makes every [`fault_point`] print
+/// `agrag fault point <step>` on stderr without stopping (crash tests time random kills with it).
+pub const FAULT_TRACE_ENV: &str = "AGRAG_FAULT_TRACE";
+
 /// A named step of publishing at which a crash test may stop the process (see [`FAULT_ENV`]).
 /// Steps, in order: `staging` (folder created), `write:<file>` (bytes of a file written, not
 /// yet synced), `written:<file>` (file synced and listed), `manifest` (manifest written, not
@@ -315,10 +319,18 @@ pub const FAULT_ENV: &str = "AGRAG_FAULT_AT";
 /// complete, `LATEST` not yet moved), `latest-tmp` (new `LATEST` written to its temporary
 /// file), `latest` (`LATEST` moved).
 pub fn fault_point(step: &str) {
-    static TARGET: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
-    let target = TARGET.get_or_init(|| std::env::var(FAULT_ENV).ok());
-    if target.as_deref() == Some(step) {
+    static CONFIG: std::sync::OnceLock<(Option<String>, bool)> = std::sync::OnceLock::new();
+    let (target, trace) = CONFIG.get_or_init(|| {
+        (
+            std::env::var(FAULT_ENV).ok(),
+            std::env::var_os(FAULT_TRACE_ENV).is_some(),
+        )
+    });
+    let stop = target.as_deref() == Some(step);
+    if stop || *trace {
         eprintln!("agrag fault point {step}");
+    }
+    if stop {
         loop {
             std::thread::sleep(std::time::Duration::from_secs(3600));
         }

@@ -8,3 +8,5 @@ mod linking;
 mod leiden;
 // Live visibility, scope and every status of search_themes on a real snapshot.
 mod visibility;
+// Crash safety: SIGKILL at publish steps and random points; LATEST always names a whole run.
+mod crash;
