@@ -6,3 +6,5 @@ mod common;
 mod concepts;
 // Operations: reload and watcher, gc while served, damaged files refused, `verify`.
 mod ops;
+// Concurrency: two processes flipping flags, four reader threads, on the golden run.
+mod stress;

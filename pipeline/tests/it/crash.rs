@@ -24,7 +24,7 @@ fn repo() -> PathBuf {
 }
 
 /// Twelve MeSH descriptors the fixture mentions often, with their broader edges.
-fn write_small_vocabulary(dir: &Path) {
+pub(crate) fn write_small_vocabulary(dir: &Path) {
     std::fs::create_dir_all(dir).unwrap();
     std::fs::write(
         dir.join("concepts.tsv"),
