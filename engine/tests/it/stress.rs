@@ -28,7 +28,7 @@ const QUESTIONS: &[&str] = &[
     "depression in older patients",
     "risk factors for infection",
 ];
-const FLIPS_PER_PROCESS: usize = 150;
+const FLIPS_PER_PROCESS: usize = 500;
 
 fn golden_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../data/fixtures/snapshots/v1")

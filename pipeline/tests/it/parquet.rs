@@ -28,15 +28,13 @@ pub(crate) fn golden_root() -> PathBuf {
     repo().join("data/fixtures/snapshots/v1")
 }
 
-#[allow(non_snake_case)]
-fn List(t: Box<DataType>) -> DataType {
-    DataType::List(Arc::new(Field::new("item", *t, true)))
+fn list_of(t: DataType) -> DataType {
+    DataType::List(Arc::new(Field::new("item", t, true)))
 }
 
-#[allow(non_snake_case)]
-fn Array(t: Box<DataType>, n: usize) -> DataType {
+fn fixed_list(t: DataType, n: usize) -> DataType {
     DataType::FixedSizeList(
-        Arc::new(Field::new("item", *t, true)),
+        Arc::new(Field::new("item", t, true)),
         i32::try_from(n).unwrap(),
     )
 }
@@ -73,7 +71,7 @@ fn documented(file: &str, dim: usize) -> Vec<(&'static str, DataType)> {
         "concepts" => vec![
             ("concept_id", s()),
             ("preferred_term", s()),
-            ("synonyms", List(Box::new(s()))),
+            ("synonyms", list_of(s())),
         ],
         "concept_edges" => vec![("child", s()), ("parent", s()), ("relation", s())],
         "document_concepts" => vec![
@@ -114,17 +112,17 @@ fn documented(file: &str, dim: usize) -> Vec<(&'static str, DataType)> {
             ("level", UInt32),
             ("title", s()),
             ("summary", s()),
-            ("findings", List(Box::new(s()))),
+            ("findings", list_of(s())),
             ("rank", Float64),
             ("full_content", s()),
         ],
         "report_embeddings" => vec![
             ("community_id", UInt32),
-            ("embedding", Array(Box::new(Float32), dim)),
+            ("embedding", fixed_list(Float32, dim)),
         ],
         "document_embeddings" => vec![
             ("document_key", s()),
-            ("embedding", Array(Box::new(Float32), dim)),
+            ("embedding", fixed_list(Float32, dim)),
         ],
         other => panic!("{other} is not documented in README.md's snapshot table"),
     }
