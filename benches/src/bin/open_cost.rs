@@ -1,6 +1,6 @@
 //! Cost of opening a run: milliseconds per million rows and resident memory after open.
 //!
-//! For each size, writes a synthetic run (see `common::synthetic_run`, about 17 rows per
+//! For each size, writes a synthetic run (see `common::synthetic_run`, about 20 rows per
 //! document over all tables, 384-dim embeddings) through the real writer, then opens it with
 //! `Engine::open` in a fresh child process (so the RSS is the engine's alone), three times per
 //! verify level, and prints a markdown table of the medians.

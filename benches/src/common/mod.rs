@@ -70,7 +70,7 @@ pub fn planted_partition(
 /// A synthetic run of `num_documents` documents for open-cost benches: 3 passages per
 /// document, one entity per 2 documents (each mentioned by 24 passages, so 8 mentions per
 /// passage on average), one level-0 community of 5 entities per 10 documents with its report,
-/// 1,000 concepts in a chain, document and report embeddings of `dim` values. About 17 rows
+/// 1,000 concepts in a chain, document and report embeddings of `dim` values. About 20 rows
 /// per document over all tables.
 ///
 /// # Panics
