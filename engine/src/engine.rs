@@ -10,7 +10,7 @@ use roaring::RoaringBitmap;
 
 use crate::embed::{Embedder, HashEmbedder, hash::HASH_MODEL};
 use crate::error::{EngineError, Result};
-use crate::format::Layout;
+use crate::format::{Layout, Verify};
 use crate::ivf::CandidateSearch;
 use crate::query::Scope;
 use crate::query::concept::{
@@ -22,7 +22,7 @@ use crate::snapshot::Snapshot;
 use crate::view::View;
 use crate::visibility::{Target, Visibility, VisibilityStore};
 
-/// How the engine embeds query text.
+/// How the engine embeds query text and checks the runs it opens.
 #[derive(Debug, Clone, Default)]
 pub struct EngineConfig {
     /// The query embedder. `None`: use the embedder the run's manifest names, when this build
@@ -32,6 +32,19 @@ pub struct EngineConfig {
     /// How theme searches read their candidate window: through the run's IVF index when it
     /// has one (default; approximate, see [`crate::ivf`]) or by an exact scan.
     pub candidate_search: CandidateSearch,
+    /// How a run is checked against its manifest before it is served (default: sizes and
+    /// BLAKE3 checksums of every file). A run that fails is refused and the served run stays.
+    pub verify: Verify,
+}
+
+/// A run that [`Engine::reload`] refused: its id and why (the error's message, which names
+/// the file at fault).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RefusedRun {
+    /// The run id `LATEST` named.
+    pub run_id: String,
+    /// Why it was refused.
+    pub reason: String,
 }
 
 /// The question of a theme search: text to embed, or a vector embedded by the caller.
@@ -92,6 +105,7 @@ pub struct Engine {
     layout: Layout,
     snapshot: ArcSwapOption<Snapshot>,
     not_ready_reason: Mutex<Option<String>>,
+    refused: Mutex<Option<RefusedRun>>,
     config: EngineConfig,
     auto_embedder: Mutex<Option<Arc<dyn Embedder>>>,
     visibility: Mutex<VisibilityCache>,
@@ -109,6 +123,7 @@ impl Engine {
             layout: Layout::new(root),
             snapshot: ArcSwapOption::empty(),
             not_ready_reason: Mutex::new(None),
+            refused: Mutex::new(None),
             config,
             auto_embedder: Mutex::new(None),
             visibility: Mutex::new(VisibilityCache::default()),
@@ -125,13 +140,17 @@ impl Engine {
     }
 
     /// Re-reads `LATEST` and, when it names a run other than the served one, opens and
-    /// validates it and swaps it in atomically. Queries in flight finish on the run they
-    /// started with. Returns whether the served run changed.
+    /// validates it (at [`EngineConfig::verify`]) and swaps it in atomically. Queries in
+    /// flight finish on the run they started with. Returns whether the served run changed.
+    ///
+    /// A refused run is logged (`tracing` warning with the reason) and recorded in
+    /// [`last_refused`](Engine::last_refused); the run served before keeps serving.
     ///
     /// # Errors
-    /// The run's open error ([`EngineError::Corrupt`], [`EngineError::UnsupportedFormat`],
-    /// [`EngineError::NotReady`], …). The run served before, if any, keeps serving.
+    /// The run's open error ([`EngineError::Corrupt`] naming the file at fault,
+    /// [`EngineError::UnsupportedFormat`], [`EngineError::NotReady`], …).
     pub fn reload(&self) -> Result<bool> {
+        let mut latest_id: Option<String> = None;
         let result: Result<bool> = (|| {
             let run_id = self
                 .layout
@@ -140,12 +159,14 @@ impl Engine {
                     root: self.layout.root().to_owned(),
                     reason: "no LATEST file: run `agrag-pipeline run` first".into(),
                 })?;
+            latest_id = Some(run_id.clone());
             if let Some(current) = self.snapshot.load_full()
                 && current.run_id() == run_id
             {
                 return Ok(false);
             }
-            let snap = Snapshot::open_run(&self.layout.run_dir(&run_id))?;
+            let snap =
+                Snapshot::open_run_verified(&self.layout.run_dir(&run_id), self.config.verify)?;
             self.snapshot.store(Some(Arc::new(snap)));
             if let Ok(mut e) = self.auto_embedder.lock() {
                 *e = None;
@@ -158,10 +179,86 @@ impl Engine {
                 _ => None,
             };
         }
+        if let Ok(mut r) = self.refused.lock() {
+            match (&result, latest_id) {
+                (Err(e), Some(run_id)) => {
+                    *r = Some(RefusedRun {
+                        run_id,
+                        reason: e.to_string(),
+                    });
+                }
+                (Ok(_), _) => *r = None,
+                (Err(_), None) => {}
+            }
+        }
         if let Err(e) = &result {
-            tracing::warn!("reload refused: {e}");
+            let serving = self.snapshot.load();
+            let serving = serving.as_ref().map_or("no run", |s| s.run_id());
+            tracing::warn!(
+                root = %self.layout.root().display(),
+                serving,
+                "reload refused: {e}"
+            );
         }
         result
+    }
+
+    /// The last run [`reload`](Engine::reload) refused, until a reload succeeds.
+    pub fn last_refused(&self) -> Option<RefusedRun> {
+        self.refused.lock().ok().and_then(|r| r.clone())
+    }
+
+    /// The id of the served run, if any.
+    pub fn run_id(&self) -> Option<String> {
+        self.snapshot.load().as_ref().map(|s| s.run_id().to_owned())
+    }
+
+    /// Starts a background thread that polls `LATEST` every `interval` and calls
+    /// [`reload`](Engine::reload) when its content changes, so a newly published run is
+    /// served within about one interval. A run that fails validation is refused (logged, see
+    /// [`last_refused`](Engine::last_refused)) and not retried until `LATEST` changes again.
+    /// The watcher stops when the returned [`Watcher`] is dropped.
+    ///
+    /// Polling a 37-byte file is cheap and sees the atomic rename of `LATEST` on every file
+    /// system (network ones included), which file-event APIs do not guarantee.
+    ///
+    /// # Errors
+    /// [`EngineError::InvalidArgument`] for a zero `interval`; [`EngineError::Io`] when the
+    /// thread cannot be started.
+    pub fn watch(self: &Arc<Self>, interval: std::time::Duration) -> Result<Watcher> {
+        if interval.is_zero() {
+            return Err(EngineError::InvalidArgument {
+                field: "interval",
+                value: "0 ms".into(),
+                expected: "a positive duration",
+            });
+        }
+        let (stop, stopped) = std::sync::mpsc::channel::<()>();
+        let engine = Arc::downgrade(self);
+        let latest_path = self.layout.latest_path();
+        let mut seen = std::fs::read_to_string(&latest_path).ok();
+        let thread = std::thread::Builder::new()
+            .name("agrag-watch".into())
+            .spawn(move || {
+                while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) =
+                    stopped.recv_timeout(interval)
+                {
+                    let Some(engine) = engine.upgrade() else {
+                        return;
+                    };
+                    let now = std::fs::read_to_string(&latest_path).ok();
+                    if now != seen {
+                        // Errors are logged and recorded by reload itself.
+                        let _ = engine.reload();
+                        seen = now;
+                    }
+                }
+            })
+            .map_err(|e| EngineError::io(self.layout.root(), e))?;
+        Ok(Watcher {
+            stop: Some(stop),
+            thread: Some(thread),
+        })
     }
 
     /// Why no run is served, when none is.
@@ -493,6 +590,22 @@ impl Engine {
     /// [`EngineError::Visibility`] when the visibility store cannot be read.
     pub fn fetch_evidence(&self, ids: &[String]) -> Result<Vec<Evidence>> {
         Ok(evidence::fetch(&self.view()?, ids))
+    }
+}
+
+/// The handle of a [`Engine::watch`] thread; dropping it stops the thread (and waits for it).
+#[derive(Debug)]
+pub struct Watcher {
+    stop: Option<std::sync::mpsc::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Drop for Watcher {
+    fn drop(&mut self) {
+        drop(self.stop.take());
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
     }
 }
 

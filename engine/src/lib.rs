@@ -28,7 +28,7 @@ pub mod tools;
 mod view;
 pub mod visibility;
 
-pub use engine::{Engine, EngineConfig, QueryInput, ThemeRequest};
+pub use engine::{Engine, EngineConfig, QueryInput, RefusedRun, ThemeRequest, Watcher};
 pub use error::{EngineError, Result};
 pub use query::Scope;
 pub use query::concept::{ConceptRequest, ConceptSelector, Direction};

@@ -66,3 +66,132 @@ pub fn planted_partition(
     let graph = Graph::from_edges(num_nodes as usize, &edges).expect("generated edges are valid");
     (graph, truth)
 }
+
+/// A synthetic run of `num_documents` documents for open-cost benches: 3 passages per
+/// document, one entity per 2 documents (each mentioned by 24 passages, so 8 mentions per
+/// passage on average), one level-0 community of 5 entities per 10 documents with its report,
+/// 1,000 concepts in a chain, document and report embeddings of `dim` values. About 20 rows
+/// per document over all tables.
+///
+/// # Panics
+/// When `num_documents` is not a positive multiple of 10.
+#[track_caller]
+pub fn synthetic_run(
+    num_documents: usize,
+    dim: usize,
+    rng: &mut XorShift,
+) -> agrag_engine::format::RunData {
+    use agrag_engine::format::tables::{
+        CommunityRow, ConceptRow, DocumentRow, EntityRow, MembershipRow, PassageRow, ReportRow,
+    };
+    assert!(
+        num_documents > 0 && num_documents.is_multiple_of(10),
+        "num_documents must be a positive multiple of 10"
+    );
+    let key = |d: usize| format!("doc{d:09}");
+    let num_passages = 3 * num_documents;
+    let num_entities = num_documents / 2;
+    let mut unit = |n: usize| -> Vec<f32> {
+        (0..n)
+            .flat_map(|_| {
+                let mut v: Vec<f32> = (0..dim)
+                    .map(|_| rng.below(2001) as f32 / 1000.0 - 1.0)
+                    .collect();
+                agrag_engine::embed::l2_normalize(&mut v);
+                v
+            })
+            .collect()
+    };
+    let report_embeddings = unit(num_documents / 10);
+    let document_embeddings = unit(num_documents);
+    let mut data = agrag_engine::format::RunData {
+        documents: (0..num_documents)
+            .map(|d| DocumentRow {
+                key: key(d),
+                title: format!("title of document {d}"),
+                year: Some(2000 + (d % 25) as i32),
+                num_passages: 3,
+                linked: true,
+            })
+            .collect(),
+        passages: (0..num_passages)
+            .map(|p| PassageRow {
+                passage_id: format!("{}#{}", key(p / 3), p % 3),
+                document_key: key(p / 3),
+                position: (p % 3) as u32,
+                text: format!(
+                    "passage {p} of document {} on topic {} with some words of text",
+                    p / 3,
+                    p % 97
+                ),
+            })
+            .collect(),
+        concepts: (0..1000)
+            .map(|c| ConceptRow {
+                concept_id: format!("C{c:05}"),
+                preferred_term: format!("term {c}"),
+                synonyms: vec![format!("synonym {c}")],
+            })
+            .collect(),
+        concept_edges: (1..1000)
+            .map(|c| {
+                (
+                    format!("C{c:05}"),
+                    format!("C{:05}", c - 1),
+                    "subclass_of".to_owned(),
+                )
+            })
+            .collect(),
+        document_concepts: (0..num_documents)
+            .map(|d| ("concept".to_owned(), key(d), format!("C{:05}", d % 1000)))
+            .collect(),
+        report_embeddings,
+        document_embeddings,
+        ..Default::default()
+    };
+    for e in 0..num_entities {
+        data.entities.push(EntityRow {
+            concept_id: format!("C{:05}", e % 1000),
+            name: format!("entity {e}"),
+            num_passages: 24,
+            degree: 4.0,
+        });
+        let mut passages: Vec<String> = (0..24)
+            .map(|_| {
+                let p = rng.below(num_passages as u64) as usize;
+                format!("{}#{}", key(p / 3), p % 3)
+            })
+            .collect();
+        passages.sort();
+        passages.dedup();
+        for p in passages {
+            data.mentions.push((e as u32, p, 1));
+        }
+        data.membership.push(MembershipRow {
+            level: 0,
+            entity: e as u32,
+            community: (e / 5) as u32,
+            parent: None,
+            is_leaf: true,
+        });
+    }
+    for c in 0..num_documents / 10 {
+        data.communities.push(CommunityRow {
+            level: 0,
+            parent: None,
+            size: 5,
+            is_leaf: true,
+        });
+        data.reports.push(ReportRow {
+            level: 0,
+            title: format!("theme {c}"),
+            summary: format!("summary of theme {c}"),
+            findings: vec![format!("finding of theme {c}")],
+            rank: 1.0,
+            full_content: format!("theme {c} full text"),
+        });
+        data.relationships
+            .push(((5 * c) as u32, (5 * c + 1) as u32, 1.0));
+    }
+    data
+}

@@ -111,9 +111,12 @@ impl Layout {
                 .and_then(|()| f.sync_all())
                 .map_err(|e| EngineError::io(&tmp, e))?;
         }
+        super::writer::fault_point("latest-tmp");
         let latest = self.latest_path();
         fs::rename(&tmp, &latest).map_err(|e| EngineError::io(&latest, e))?;
-        sync_dir(&self.root)
+        sync_dir(&self.root)?;
+        super::writer::fault_point("latest");
+        Ok(())
     }
 
     /// Ids of the complete runs under `runs/` (staging folders excluded), oldest first.
@@ -147,6 +150,11 @@ impl Layout {
     /// the removed run ids, oldest first. An engine that still maps a removed run keeps
     /// answering from it (its open files and maps outlive the unlink).
     ///
+    /// Also removes staging folders (`runs/.staging-<run_id>`, left by killed runs) whose run
+    /// started before the run `LATEST` names: a run that old cannot become `LATEST` any more
+    /// without a newer run overtaking it. A still-running job of that age fails cleanly at its
+    /// final rename and publishes nothing.
+    ///
     /// # Errors
     /// [`EngineError::InvalidArgument`] for `keep = 0`; [`EngineError::Io`] when a folder cannot
     /// be listed or removed (runs removed before the failure stay removed).
@@ -170,7 +178,24 @@ impl Layout {
             fs::remove_dir_all(&dir).map_err(|e| EngineError::io(&dir, e))?;
             removed.push(id.clone());
         }
-        if !removed.is_empty() {
+        let mut cleaned = false;
+        if let Some(latest) = &latest {
+            for entry in
+                fs::read_dir(self.runs_dir()).map_err(|e| EngineError::io(self.runs_dir(), e))?
+            {
+                let entry = entry.map_err(|e| EngineError::io(self.runs_dir(), e))?;
+                let name = entry.file_name();
+                let Some(id) = name.to_str().and_then(|n| n.strip_prefix(STAGING_PREFIX)) else {
+                    continue;
+                };
+                if is_valid_run_id(id) && id < latest.as_str() && entry.path().is_dir() {
+                    let dir = entry.path();
+                    fs::remove_dir_all(&dir).map_err(|e| EngineError::io(&dir, e))?;
+                    cleaned = true;
+                }
+            }
+        }
+        if !removed.is_empty() || cleaned {
             sync_dir(&self.runs_dir())?;
         }
         Ok(removed)
@@ -214,6 +239,11 @@ mod tests {
             })
             .collect();
         layout.write_latest(&ids[0]).unwrap();
+        // A staging leftover older than LATEST's run is removed, a newer one kept.
+        let old_staging = layout.staging_dir("00000000-0000-7000-8000-000000000000");
+        let new_staging = layout.staging_dir(&new_run_id());
+        fs::create_dir_all(&old_staging).unwrap();
+        fs::create_dir_all(&new_staging).unwrap();
         assert!(layout.gc(0).is_err());
         let removed = layout.gc(2).unwrap();
         assert_eq!(removed, vec![ids[1].clone()]);
@@ -225,5 +255,7 @@ mod tests {
             layout.read_latest().unwrap().as_deref(),
             Some(ids[0].as_str())
         );
+        assert!(!old_staging.exists());
+        assert!(new_staging.exists());
     }
 }

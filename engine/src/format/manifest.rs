@@ -9,6 +9,10 @@ use crate::error::{EngineError, Result};
 
 /// Manifest file name inside a run folder.
 pub const MANIFEST_FILE: &str = "manifest.json";
+/// File holding the BLAKE3 digest (lower-case hex and a newline) of `manifest.json`'s bytes.
+/// Written with the manifest; catches a damaged manifest that is still valid JSON. Runs
+/// written before it existed have none and are read without that check.
+pub const MANIFEST_CHECKSUM_FILE: &str = "manifest.blake3";
 
 /// The manifest of one run: `runs/<run_id>/manifest.json`.
 ///
@@ -49,14 +53,33 @@ pub struct FileEntry {
 }
 
 impl Manifest {
-    /// Reads and parses `dir/manifest.json`, and checks its format version.
+    /// Reads and parses `dir/manifest.json`, checks it against `dir/manifest.blake3` when
+    /// that exists, and checks its format version.
     ///
     /// # Errors
     /// [`EngineError::Io`] when it cannot be read, [`EngineError::Corrupt`] when it is not a
-    /// manifest, [`EngineError::UnsupportedFormat`] for an unknown `format_version`.
+    /// manifest or its checksum differs, [`EngineError::UnsupportedFormat`] for an unknown
+    /// `format_version`.
     pub fn read(dir: &Path) -> Result<Self> {
         let path = dir.join(MANIFEST_FILE);
         let bytes = std::fs::read(&path).map_err(|e| EngineError::io(&path, e))?;
+        let sum_path = dir.join(MANIFEST_CHECKSUM_FILE);
+        match std::fs::read_to_string(&sum_path) {
+            Ok(want) => {
+                let found = blake3::hash(&bytes).to_hex();
+                if found.as_str() != want.trim() {
+                    return Err(EngineError::corrupt(
+                        &path,
+                        format!(
+                            "checksum is {found}, {MANIFEST_CHECKSUM_FILE} says {:?}",
+                            want.trim()
+                        ),
+                    ));
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(EngineError::io(sum_path, e)),
+        }
         Self::parse(&bytes).map_err(|e| match e {
             EngineError::Corrupt { reason, .. } => EngineError::corrupt(&path, reason),
             other => other,

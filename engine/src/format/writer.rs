@@ -13,7 +13,7 @@ use parquet::file::metadata::{KeyValue, SortingColumn};
 use parquet::file::properties::{EnabledStatistics, WriterProperties};
 
 use super::layout::{Layout, sync_dir};
-use super::manifest::{FileEntry, MANIFEST_FILE, Manifest};
+use super::manifest::{FileEntry, MANIFEST_CHECKSUM_FILE, MANIFEST_FILE, Manifest};
 use super::{FORMAT_VERSION, META_FORMAT_VERSION, META_RUN_ID};
 use crate::embed::EmbedderIdentity;
 use crate::error::{EngineError, Result};
@@ -68,6 +68,7 @@ impl RunWriter {
         }
         let staging = layout.staging_dir(run_id);
         fs::create_dir_all(&staging).map_err(|e| EngineError::io(&staging, e))?;
+        fault_point("staging");
         Ok(Self {
             layout: layout.clone(),
             run_id: run_id.to_owned(),
@@ -113,6 +114,7 @@ impl RunWriter {
         let file = inner
             .into_inner()
             .map_err(|e| EngineError::io(path, e.into_error()))?;
+        fault_point(&format!("write:{name}"));
         file.sync_all().map_err(|e| EngineError::io(path, e))?;
         self.files.push(FileEntry {
             name: name.to_owned(),
@@ -120,6 +122,7 @@ impl RunWriter {
             bytes,
             blake3: hasher.finalize().to_hex().to_string(),
         });
+        fault_point(&format!("written:{name}"));
         Ok(())
     }
 
@@ -204,6 +207,7 @@ impl RunWriter {
     /// # Errors
     /// [`EngineError::Io`] when a file cannot be read or synced.
     pub fn register_dir(&mut self, rel: &str) -> Result<()> {
+        fault_point(&format!("write:{rel}"));
         let dir = self.staging.join(rel);
         let mut names: Vec<String> = Vec::new();
         for entry in fs::read_dir(&dir).map_err(|e| EngineError::io(&dir, e))? {
@@ -264,17 +268,17 @@ impl RunWriter {
         let path = self.staging.join(MANIFEST_FILE);
         let json = serde_json::to_vec_pretty(&manifest)
             .map_err(|e| EngineError::Internal(format!("manifest does not serialize: {e}")))?;
-        {
-            let mut f = File::create(&path).map_err(|e| EngineError::io(&path, e))?;
-            f.write_all(&json)
-                .and_then(|()| f.sync_all())
-                .map_err(|e| EngineError::io(&path, e))?;
-        }
+        write_synced(&path, &json)?;
+        fault_point("manifest");
+        let sum = format!("{}\n", blake3::hash(&json).to_hex());
+        write_synced(&self.staging.join(MANIFEST_CHECKSUM_FILE), sum.as_bytes())?;
         sync_dir(&self.staging)?;
+        fault_point("rename");
         let dest = self.layout.run_dir(&self.run_id);
         fs::rename(&self.staging, &dest).map_err(|e| EngineError::io(&dest, e))?;
         sync_dir(&self.layout.runs_dir())?;
         self.finished = true;
+        fault_point("renamed");
         Ok(manifest)
     }
 }
@@ -285,6 +289,50 @@ impl Drop for RunWriter {
             // Best effort: a failed run must not leave files behind. A leftover staging folder
             // is harmless anyway (never served, removed by gc).
             let _ = fs::remove_dir_all(&self.staging);
+        }
+    }
+}
+
+fn write_synced(path: &Path, bytes: &[u8]) -> Result<()> {
+    let mut f = File::create(path).map_err(|e| EngineError::io(path, e))?;
+    f.write_all(bytes)
+        .and_then(|()| f.sync_all())
+        .map_err(|e| EngineError::io(path, e))
+}
+
+/// Environment variable naming a publish step at which the process stops, for crash tests.
+///
+/// When set to a step name (see [`fault_point`]), the process prints
+/// `agrag fault point <step>` on stderr on reaching that step and then sleeps until it is
+/// killed, so a test can SIGKILL it at exactly that point. Unset (always, in production),
+/// it costs one environment lookup per run.
+pub const FAULT_ENV: &str = "AGRAG_FAULT_AT";
+
+/// Environment variable that, when set, makes every [`fault_point`] print
+/// `agrag fault point <step>` on stderr without stopping (crash tests time random kills with it).
+pub const FAULT_TRACE_ENV: &str = "AGRAG_FAULT_TRACE";
+
+/// A named step of publishing at which a crash test may stop the process (see [`FAULT_ENV`]).
+/// Steps, in order: `staging` (folder created), `write:<file>` (bytes of a file written, not
+/// yet synced), `written:<file>` (file synced and listed), `manifest` (manifest written, not
+/// its checksum), `rename` (everything synced, folder not yet renamed), `renamed` (run
+/// complete, `LATEST` not yet moved), `latest-tmp` (new `LATEST` written to its temporary
+/// file), `latest` (`LATEST` moved).
+pub fn fault_point(step: &str) {
+    static CONFIG: std::sync::OnceLock<(Option<String>, bool)> = std::sync::OnceLock::new();
+    let (target, trace) = CONFIG.get_or_init(|| {
+        (
+            std::env::var(FAULT_ENV).ok(),
+            std::env::var_os(FAULT_TRACE_ENV).is_some(),
+        )
+    });
+    let stop = target.as_deref() == Some(step);
+    if stop || *trace {
+        eprintln!("agrag fault point {step}");
+    }
+    if stop {
+        loop {
+            std::thread::sleep(std::time::Duration::from_secs(3600));
         }
     }
 }

@@ -158,8 +158,28 @@ impl Snapshot {
     /// [`EngineError::Corrupt`] for a file that is missing, of the wrong size, unreadable, of the
     /// wrong schema, of another run, or inconsistent with the others; [`EngineError::Io`].
     pub fn open_run(dir: &Path) -> Result<Self> {
+        Self::open_run_verified(dir, Verify::Sizes)
+    }
+
+    /// As [`Snapshot::open_run`], checking the files against the manifest at `level` first
+    /// ([`Verify::Checksums`] reads every byte once and catches bit flips that keep sizes).
+    ///
+    /// # Errors
+    /// As [`Snapshot::open_run`]; [`EngineError::Corrupt`] naming the first file whose
+    /// checksum differs.
+    pub fn open_run_verified(dir: &Path, level: Verify) -> Result<Self> {
         let manifest = Manifest::read(dir)?;
-        verify_run(dir, &manifest, Verify::Sizes)?;
+        if manifest.run_id != dir.file_name().and_then(|n| n.to_str()).unwrap_or_default() {
+            return Err(EngineError::corrupt(
+                dir.join(crate::format::manifest::MANIFEST_FILE),
+                format!(
+                    "run_id {:?} is not the name of its folder {}",
+                    manifest.run_id,
+                    dir.display()
+                ),
+            ));
+        }
+        verify_run(dir, &manifest, level)?;
         let run_id = Some(manifest.run_id.as_str());
         let p = |f: &str| dir.join(f);
 

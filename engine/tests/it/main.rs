@@ -11,3 +11,7 @@ mod tools;
 // The MCP server over stdio: the real binary spoken to in JSON-RPC.
 #[cfg(feature = "mcp")]
 mod mcp_stdio;
+// Operations: reload and watcher, gc while served, damaged files refused, `verify`.
+mod ops;
+// Concurrency: two processes flipping flags, four reader threads, on the golden run.
+mod stress;

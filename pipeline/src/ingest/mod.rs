@@ -96,12 +96,24 @@ struct RawDocument {
 /// * [`PipelineError::DuplicateKey`] naming both lines of a repeated `document_key`;
 /// * [`PipelineError::EmptyInput`] when the file holds no document or no passage.
 pub fn read_jsonl(path: &Path) -> Result<Corpus> {
+    let file = std::fs::File::open(path).map_err(|e| PipelineError::Io {
+        path: path.to_owned(),
+        source: e,
+    })?;
+    parse_jsonl(BufReader::new(file), path)
+}
+
+/// Reads a JSON Lines corpus from `reader`; `path` names the source in errors and in the
+/// corpus. Same format and errors as [`read_jsonl`] (an I/O error of `reader` is reported as
+/// [`PipelineError::Io`] on `path`). Never panics, whatever the bytes (fuzzed).
+///
+/// # Errors
+/// As [`read_jsonl`].
+pub fn parse_jsonl(mut reader: impl BufRead, path: &Path) -> Result<Corpus> {
     let io = |e| PipelineError::Io {
         path: path.to_owned(),
         source: e,
     };
-    let file = std::fs::File::open(path).map_err(io)?;
-    let mut reader = BufReader::new(file);
     let mut hasher = blake3::Hasher::new();
     let mut documents = Vec::new();
     let mut seen: HashMap<String, u64> = HashMap::new();

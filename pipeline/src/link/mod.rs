@@ -34,7 +34,7 @@ pub use document::{
 };
 pub use vocabulary::{
     BROADER_FILE, BrokenCycle, CONCEPTS_FILE, Concept, SUBCLASS_OF, TermIndex, Vocabulary,
-    load_vocabulary,
+    load_vocabulary, parse_vocabulary,
 };
 
 use crate::error::{PipelineError, Result};

@@ -245,9 +245,29 @@ impl TermIndex {
 /// [`PipelineError::DuplicateKey`] for a repeated concept id; [`PipelineError::EmptyInput`]
 /// when there is no concept.
 pub fn load_vocabulary(dir: &Path) -> Result<Vocabulary> {
+    let open = |name: &str| {
+        let path = dir.join(name);
+        std::fs::File::open(&path)
+            .map(BufReader::new)
+            .map_err(|e| PipelineError::Io { path, source: e })
+    };
+    parse_vocabulary(open(CONCEPTS_FILE)?, open(BROADER_FILE)?, dir)
+}
+
+/// Reads a vocabulary from the contents of its two files; `dir` names the folder in errors.
+/// Same format and errors as [`load_vocabulary`]. Never panics, whatever the bytes (fuzzed).
+///
+/// # Errors
+/// As [`load_vocabulary`].
+pub fn parse_vocabulary(
+    concepts: impl BufRead,
+    broader: impl BufRead,
+    dir: &Path,
+) -> Result<Vocabulary> {
     let mut hasher = blake3::Hasher::new();
     let concepts_path = dir.join(CONCEPTS_FILE);
     let rows = read_tsv(
+        concepts,
         &concepts_path,
         &["concept_id", "preferred_term", "synonyms"],
         &mut hasher,
@@ -282,15 +302,19 @@ pub fn load_vocabulary(dir: &Path) -> Result<Vocabulary> {
         });
     }
     let broader_path = dir.join(BROADER_FILE);
-    let edges: Vec<(String, String)> =
-        read_tsv(&broader_path, &["child_id", "parent_id"], &mut hasher)?
-            .into_iter()
-            .map(|(_, mut r)| {
-                let p = r.pop().unwrap_or_default();
-                let c = r.pop().unwrap_or_default();
-                (c, p)
-            })
-            .collect();
+    let edges: Vec<(String, String)> = read_tsv(
+        broader,
+        &broader_path,
+        &["child_id", "parent_id"],
+        &mut hasher,
+    )?
+    .into_iter()
+    .map(|(_, mut r)| {
+        let p = r.pop().unwrap_or_default();
+        let c = r.pop().unwrap_or_default();
+        (c, p)
+    })
+    .collect();
     let mut vocab = Vocabulary::from_parts(concepts, &edges, dir.to_owned())?;
     vocab.fingerprint = hasher.finalize().to_hex().to_string();
     Ok(vocab)
@@ -298,15 +322,12 @@ pub fn load_vocabulary(dir: &Path) -> Result<Vocabulary> {
 
 /// Reads a TSV with a header, returning `(line, [columns in the order asked])` per data row.
 fn read_tsv(
+    reader: impl BufRead,
     path: &Path,
     columns: &[&str],
     hasher: &mut blake3::Hasher,
 ) -> Result<Vec<(u64, Vec<String>)>> {
-    let file = std::fs::File::open(path).map_err(|e| PipelineError::Io {
-        path: path.to_owned(),
-        source: e,
-    })?;
-    let mut lines = BufReader::new(file).lines();
+    let mut lines = reader.lines();
     let parse = |line: u64, reason: String| PipelineError::Parse {
         path: path.to_owned(),
         line,

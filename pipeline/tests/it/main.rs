@@ -8,3 +8,7 @@ mod linking;
 mod leiden;
 // Live visibility, scope and every status of search_themes on a real snapshot.
 mod visibility;
+// Crash safety: SIGKILL at publish steps and random points; LATEST always names a whole run.
+mod crash;
+// Every file of a run opens as README documents; the golden run of format 1 still answers.
+mod parquet;

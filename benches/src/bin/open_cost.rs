@@ -1,0 +1,132 @@
+//! Cost of opening a run: milliseconds per million rows and resident memory after open.
+//!
+//! For each size, writes a synthetic run (see `common::synthetic_run`, about 20 rows per
+//! document over all tables, 384-dim embeddings) through the real writer, then opens it with
+//! `Engine::open` in a fresh child process (so the RSS is the engine's alone), three times per
+//! verify level, and prints a markdown table of the medians.
+//!
+//! `cargo run --release -p agrag-benches --bin open-cost -- [DOCUMENTS...]` (default 10000
+//! 60000). Child mode (internal): `open-cost --open ROOT sizes|checksums`.
+
+use std::path::Path;
+use std::process::Command;
+use std::time::Instant;
+
+use agrag_benches::common::{XorShift, synthetic_run};
+use agrag_benches::measure::rss_bytes;
+use agrag_engine::embed::{Embedder, HashEmbedder};
+use agrag_engine::format::{Layout, Manifest, Verify, new_run_id, write_run};
+use agrag_engine::{Engine, EngineConfig};
+
+const MIB: f64 = (1u64 << 20) as f64;
+
+/// Child: open `root` at `verify`, print `open_ms rss_before_bytes rss_after_bytes`.
+fn open_child(root: &Path, verify: &str) {
+    let verify = match verify {
+        "sizes" => Verify::Sizes,
+        _ => Verify::Checksums,
+    };
+    let before = rss_bytes().unwrap_or(0);
+    let t = Instant::now();
+    let engine = Engine::open(
+        root,
+        EngineConfig {
+            verify,
+            ..EngineConfig::default()
+        },
+    )
+    .expect("open");
+    let ms = t.elapsed().as_secs_f64() * 1e3;
+    assert!(
+        engine.run_id().is_some(),
+        "no run served: {:?}",
+        engine.not_ready_reason()
+    );
+    let after = rss_bytes().unwrap_or(0);
+    #[allow(clippy::print_stdout)]
+    {
+        println!("{ms} {before} {after}");
+    }
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+#[allow(clippy::print_stdout)]
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if args.get(1).map(String::as_str) == Some("--open") {
+        open_child(Path::new(&args[2]), &args[3]);
+        return;
+    }
+    let sizes: Vec<usize> = if args.len() > 1 {
+        args[1..]
+            .iter()
+            .map(|a| a.parse().expect("a document count"))
+            .collect()
+    } else {
+        vec![10_000, 60_000]
+    };
+    let dir = tempfile::tempdir().expect("temp dir");
+    println!(
+        "| documents | rows (all tables) | run MiB | verify | open ms | ms per million rows | RSS after open MiB | RSS growth MiB |"
+    );
+    println!("|---:|---:|---:|---|---:|---:|---:|---:|");
+    for n in sizes {
+        let root = dir.path().join(format!("n{n}"));
+        let embedder = HashEmbedder::default();
+        let data = synthetic_run(n, embedder.identity().dim, &mut XorShift::new(n as u64));
+        let run_id = new_run_id();
+        let layout = Layout::new(&root);
+        let manifest: Manifest = write_run(
+            &layout,
+            &run_id,
+            &data,
+            embedder.identity(),
+            serde_json::json!({}),
+            "synthetic".into(),
+            serde_json::json!({}),
+        )
+        .expect("write");
+        layout.write_latest(&run_id).expect("publish");
+        drop(data);
+        let rows: u64 = manifest.files.iter().map(|f| f.rows).sum();
+        let bytes: u64 = manifest.files.iter().map(|f| f.bytes).sum();
+        for verify in ["sizes", "checksums"] {
+            let mut ms = Vec::new();
+            let mut after = Vec::new();
+            let mut growth = Vec::new();
+            for _ in 0..3 {
+                let out = Command::new(std::env::current_exe().expect("exe"))
+                    .args(["--open"])
+                    .arg(&root)
+                    .arg(verify)
+                    .output()
+                    .expect("child");
+                assert!(
+                    out.status.success(),
+                    "{}",
+                    String::from_utf8_lossy(&out.stderr)
+                );
+                let s = String::from_utf8_lossy(&out.stdout);
+                let v: Vec<f64> = s
+                    .split_whitespace()
+                    .map(|x| x.parse().expect("number"))
+                    .collect();
+                ms.push(v[0]);
+                after.push(v[2] / MIB);
+                growth.push((v[2] - v[1]) / MIB);
+            }
+            let ms = median(ms);
+            println!(
+                "| {n} | {rows} | {:.1} | {verify} | {ms:.0} | {:.0} | {:.0} | {:.0} |",
+                bytes as f64 / MIB,
+                ms / (rows as f64 / 1e6),
+                median(after),
+                median(growth)
+            );
+        }
+    }
+}
