@@ -8,7 +8,8 @@ use std::sync::{Arc, Mutex};
 use arc_swap::ArcSwapOption;
 use roaring::RoaringBitmap;
 
-use crate::embed::{Embedder, HashEmbedder, hash::HASH_MODEL};
+use crate::embed::settings::{load_minilm, model_path_from_env};
+use crate::embed::{Embedder, HashEmbedder, MINILM_MODEL, hash::HASH_MODEL};
 use crate::error::{EngineError, Result};
 use crate::format::Layout;
 use crate::query::Scope;
@@ -21,10 +22,16 @@ use crate::visibility::{Target, Visibility, VisibilityStore};
 /// How the engine embeds query text.
 #[derive(Debug, Clone, Default)]
 pub struct EngineConfig {
-    /// The query embedder. `None`: use the embedder the run's manifest names, when this build
-    /// can run it (the built-in hash embedder always). A given embedder whose identity differs
-    /// from the run's makes theme searches answer `failed`.
+    /// The query embedder (see [`EmbedderSettings`](crate::embed::EmbedderSettings) to build it
+    /// from `EMBEDDING_*`). `None`: use the embedder the run's manifest names, when this build
+    /// can run it (the built-in hash embedder always; all-MiniLM-L6-v2 with the `minilm`
+    /// feature and the model folder). A given embedder whose model, dimension or weights
+    /// fingerprint differs from the run's makes theme searches answer `failed`.
     pub embedder: Option<Arc<dyn Embedder>>,
+    /// The all-MiniLM-L6-v2 folder used when the run needs MiniLM and `embedder` is `None`.
+    /// `None`: `EMBEDDING_MODEL_PATH`, else the default location
+    /// ([`default_model_path`](crate::embed::settings::default_model_path)).
+    pub model_path: Option<PathBuf>,
 }
 
 /// The question of a theme search: text to embed, or a vector embedded by the caller.
@@ -139,9 +146,8 @@ impl Engine {
             }
             let snap = Snapshot::open_run(&self.layout.run_dir(&run_id))?;
             self.snapshot.store(Some(Arc::new(snap)));
-            if let Ok(mut e) = self.auto_embedder.lock() {
-                *e = None;
-            }
+            // The automatic query embedder is kept: it is rebuilt only when a run needs
+            // another model or dimension (see `query_embedder`).
             Ok(true)
         })();
         if let Ok(mut r) = self.not_ready_reason.lock() {
@@ -231,6 +237,9 @@ impl Engine {
             .map_or(Visibility::Visible, |f| f.state))
     }
 
+    /// The embedder for text queries on `snap`: the configured one, else one built for the
+    /// run's manifest (cached while runs keep needing the same model and dimension). The
+    /// caller checks the identity against the run.
     fn query_embedder(&self, snap: &Snapshot) -> std::result::Result<Arc<dyn Embedder>, String> {
         if let Some(e) = &self.config.embedder {
             return Ok(e.clone());
@@ -239,12 +248,26 @@ impl Engine {
             .auto_embedder
             .lock()
             .map_err(|_| "embedder lock poisoned".to_owned())?;
-        if let Some(e) = cached.as_ref() {
+        let id = &snap.manifest.embedder;
+        if let Some(e) = cached.as_ref()
+            && e.identity().is_compatible(id)
+        {
             return Ok(e.clone());
         }
-        let id = &snap.manifest.embedder;
         let e: Arc<dyn Embedder> = if id.model == HASH_MODEL {
             Arc::new(HashEmbedder::new(id.dim))
+        } else if id.model == MINILM_MODEL {
+            let dir = self
+                .config
+                .model_path
+                .clone()
+                .unwrap_or_else(model_path_from_env);
+            load_minilm(&dir).map_err(|e| {
+                format!(
+                    "the run's reports were embedded by {} (dim {}), which cannot be loaded here: {e}",
+                    id.model, id.dim
+                )
+            })?
         } else {
             return Err(format!(
                 "the run's reports were embedded by {} (dim {}), which this engine cannot run; configure that embedder or pass a query vector",
@@ -347,6 +370,18 @@ impl Engine {
                             run_dim: run.dim,
                             query_model: id.model.clone(),
                             query_dim: id.dim,
+                        }
+                        .to_string(),
+                    ));
+                }
+                if !id.same_weights(run) {
+                    return Ok(ThemeAnswer::failed(
+                        run_id,
+                        "embed",
+                        EngineError::EmbedderWeightsMismatch {
+                            model: run.model.clone(),
+                            run_fingerprint: run.fingerprint.clone(),
+                            query_fingerprint: id.fingerprint.clone(),
                         }
                         .to_string(),
                     ));

@@ -21,6 +21,10 @@ use crate::link::{LinkConfig, Linker, load_vocabulary};
 use crate::publish::{RunTables, publish};
 use crate::report::{Adjacency, PassageRef, ReportWriter, community_context};
 
+/// Reports per embedding call: enough to amortize a transformer batch, small enough that both
+/// cores get work on a few hundred reports.
+pub const EMBED_CHUNK_TEXTS: usize = 32;
+
 /// Node field of concepts found by linking.
 pub const NODE_FIELD_CONCEPT: &str = "concept";
 /// Node field of the input's own subject headings (`mesh`).
@@ -384,20 +388,35 @@ fn run_in_pool(cfg: &RunConfig) -> Result<RunSummary> {
         .collect::<Result<Vec<_>>>()?;
     phases.finish("report", bar, t, format!("{} reports", reports.len()));
 
-    // 6. Embed.
+    // 6. Embed. Reports of similar length share a chunk (a transformer pads a batch to its
+    // longest text), chunks run in parallel on the pool, vectors go back in report order.
     let (bar, t) = phases.start("embed", Some(reports.len() as u64));
-    let texts: Vec<&str> = reports.iter().map(|r| r.full_content.as_str()).collect();
-    let embeddings: Vec<Vec<f32>> = texts
-        .par_chunks(32)
+    let mut order: Vec<usize> = (0..reports.len()).collect();
+    order.sort_by_key(|&i| std::cmp::Reverse(reports[i].full_content.len()));
+    let sorted: Vec<&str> = order
+        .iter()
+        .map(|&i| reports[i].full_content.as_str())
+        .collect();
+    let chunks: Vec<Vec<Vec<f32>>> = sorted
+        .par_chunks(EMBED_CHUNK_TEXTS)
         .map(|chunk| {
             let v = cfg.embedder.embed_batch(chunk);
             bar.inc(chunk.len() as u64);
             v
         })
-        .collect::<agrag_engine::Result<Vec<_>>>()?
-        .into_iter()
-        .flatten()
-        .collect();
+        .collect::<agrag_engine::Result<Vec<_>>>()?;
+    let mut embeddings: Vec<Vec<f32>> = vec![Vec::new(); reports.len()];
+    let mut returned = 0usize;
+    for (&i, v) in order.iter().zip(chunks.into_iter().flatten()) {
+        embeddings[i] = v;
+        returned += 1;
+    }
+    if returned != reports.len() {
+        return Err(PipelineError::Internal(format!(
+            "the embedder returned {returned} vectors for {} reports",
+            reports.len()
+        )));
+    }
     let identity = cfg.embedder.identity().clone();
     phases.finish(
         "embed",

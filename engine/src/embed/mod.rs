@@ -1,15 +1,34 @@
-//! Text embedders: the [`Embedder`] trait, the identity every vector carries, and the built-in
-//! model-free [`HashEmbedder`].
+//! Text embedders: the [`Embedder`] trait, the identity every vector carries,
+//! all-MiniLM-L6-v2 ([`MiniLmEmbedder`], cargo feature `minilm`), the built-in model-free
+//! [`HashEmbedder`], and the `EMBEDDING_*` [`settings`].
 //!
 //! A run's manifest records the [`EmbedderIdentity`] of its report embeddings; the engine embeds
-//! a query only with an embedder of the same identity (model and dimension), and answers
-//! `failed` otherwise, so vectors of different spaces are never compared.
+//! a query only with an embedder of the same identity (model, dimension and, when both sides
+//! know it, weights fingerprint), and answers `failed` otherwise, so vectors of different
+//! spaces are never compared.
 
 pub mod hash;
+#[cfg(feature = "minilm")]
+pub mod minilm;
+pub mod settings;
 
 use serde::{Deserialize, Serialize};
 
 pub use hash::HashEmbedder;
+#[cfg(feature = "minilm")]
+pub use minilm::MiniLmEmbedder;
+pub use settings::{EmbedderChoice, EmbedderSettings, PrecomputedEmbedder, Provider};
+
+/// Model name of all-MiniLM-L6-v2 in manifests (defined without the `minilm` feature too, so
+/// that such runs are recognized and explained).
+pub const MINILM_MODEL: &str = "sentence-transformers/all-MiniLM-L6-v2";
+
+/// Vector length of all-MiniLM-L6-v2 (its hidden size).
+pub const MINILM_DIM: usize = 384;
+
+/// Files of the all-MiniLM-L6-v2 model folder that are read; together they make its
+/// fingerprint.
+pub const MINILM_FILES: [&str; 3] = ["model.safetensors", "tokenizer.json", "config.json"];
 
 use crate::error::Result;
 
@@ -28,8 +47,17 @@ pub struct EmbedderIdentity {
 
 impl EmbedderIdentity {
     /// Whether vectors of `self` and `other` may be compared (same model and dimension).
+    /// The weights are checked separately by [`same_weights`](Self::same_weights).
     pub fn is_compatible(&self, other: &Self) -> bool {
         self.model == other.model && self.dim == other.dim
+    }
+
+    /// Whether both identities come from the same weights: equal fingerprints, or one side
+    /// does not know its fingerprint (empty, e.g. a [`PrecomputedEmbedder`]).
+    pub fn same_weights(&self, other: &Self) -> bool {
+        self.fingerprint.is_empty()
+            || other.fingerprint.is_empty()
+            || self.fingerprint == other.fingerprint
     }
 }
 
