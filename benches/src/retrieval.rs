@@ -5,8 +5,9 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use agrag_engine::embed::settings::{load_minilm, model_path_from_env};
-use agrag_engine::embed::{Embedder, HashEmbedder, dot};
+use agrag_engine::embed::minilm::LongTexts;
+use agrag_engine::embed::settings::model_path_from_env;
+use agrag_engine::embed::{Embedder, HashEmbedder, MiniLmEmbedder, dot};
 use rayon::prelude::*;
 
 /// An embedder under test and its short name (`minilm`, `hash`).
@@ -18,20 +19,25 @@ pub struct Candidate {
     pub embedder: Arc<dyn Embedder>,
 }
 
-/// The embedders named in `names` (`minilm`, `hash`). MiniLM is read from
-/// `EMBEDDING_MODEL_PATH` (or the default folder); when it cannot be loaded it is left out and
-/// the reason is returned as a notice.
+/// The embedders named in `names`: `minilm` (long texts truncated at 256 word pieces, as
+/// sentence-transformers does), `minilm-windows` (long texts as the mean over 254-piece
+/// windows), `hash`. MiniLM is read from `EMBEDDING_MODEL_PATH` (or the default folder); when
+/// it cannot be loaded it is left out and the reason is returned as a notice.
 pub fn candidates(names: &[&str]) -> (Vec<Candidate>, Vec<String>) {
     let mut out = Vec::new();
     let mut notices = Vec::new();
     for &name in names {
         match name {
-            "minilm" => match load_minilm(&model_path_from_env()) {
+            "minilm" | "minilm-windows" => match MiniLmEmbedder::load(&model_path_from_env()) {
                 Ok(e) => out.push(Candidate {
                     name: name.to_owned(),
-                    embedder: e,
+                    embedder: Arc::new(e.with_long_texts(if name == "minilm" {
+                        LongTexts::Truncate
+                    } else {
+                        LongTexts::MeanOfWindows
+                    })),
                 }),
-                Err(e) => notices.push(format!("minilm left out: {e}")),
+                Err(e) => notices.push(format!("{name} left out: {e}")),
             },
             "hash" => out.push(Candidate {
                 name: name.to_owned(),

@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use candle_core::{DType, Device, Tensor};
 use candle_nn::VarBuilder;
 use candle_transformers::models::bert::{BertModel, Config as BertConfig};
-use tokenizers::{Encoding, Tokenizer, TruncationParams};
+use tokenizers::Tokenizer;
 
 pub use super::{MINILM_DIM, MINILM_FILES, MINILM_MODEL};
 use super::{Embedder, EmbedderIdentity, l2_normalize};
@@ -61,6 +61,22 @@ pub struct MiniLmEmbedder {
     dir: PathBuf,
     model: BertModel,
     tokenizer: Tokenizer,
+    cls: u32,
+    sep: u32,
+    long_texts: LongTexts,
+}
+
+/// What [`MiniLmEmbedder`] does with a text longer than [`MINILM_MAX_TOKENS`] word pieces.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum LongTexts {
+    /// Keep the first 254 word pieces (plus `[CLS]`/`[SEP]`), as sentence-transformers does.
+    #[default]
+    Truncate,
+    /// Cut the text into consecutive windows of at most 254 word pieces, run each as its own
+    /// sequence, and mean-pool over every real token of every window: the whole text counts,
+    /// at about the cost of its length. Texts that fit one window are embedded exactly as with
+    /// [`LongTexts::Truncate`].
+    MeanOfWindows,
 }
 
 impl std::fmt::Debug for MiniLmEmbedder {
@@ -68,6 +84,7 @@ impl std::fmt::Debug for MiniLmEmbedder {
         f.debug_struct("MiniLmEmbedder")
             .field("identity", &self.identity)
             .field("dir", &self.dir)
+            .field("long_texts", &self.long_texts)
             .finish_non_exhaustive()
     }
 }
@@ -133,14 +150,17 @@ impl MiniLmEmbedder {
 
         let mut tokenizer = Tokenizer::from_bytes(&tokenizer_json)
             .map_err(|e| model_error(format!("{}: {e}", dir.join("tokenizer.json").display())))?;
-        // Batches are padded here, per batch, with an explicit attention mask.
+        // Padding and truncation are done here, per batch, with an explicit attention mask.
         tokenizer.with_padding(None);
         tokenizer
-            .with_truncation(Some(TruncationParams {
-                max_length: MINILM_MAX_TOKENS,
-                ..TruncationParams::default()
-            }))
+            .with_truncation(None)
             .map_err(|e| model_error(format!("tokenizer truncation: {e}")))?;
+        let special = |t: &str| {
+            tokenizer
+                .token_to_id(t)
+                .ok_or_else(|| model_error(format!("tokenizer.json has no {t} token")))
+        };
+        let (cls, sep) = (special("[CLS]")?, special("[SEP]")?);
 
         let vb = VarBuilder::from_buffered_safetensors(weights, DType::F32, &Device::Cpu)
             .map_err(|e| model_error(format!("{}: {e}", dir.join("model.safetensors").display())))?;
@@ -156,6 +176,9 @@ impl MiniLmEmbedder {
             dir: dir.to_owned(),
             model,
             tokenizer,
+            cls,
+            sep,
+            long_texts: LongTexts::default(),
         })
     }
 
@@ -164,8 +187,19 @@ impl MiniLmEmbedder {
         &self.dir
     }
 
-    /// Number of word pieces of `text` as the model sees it (`[CLS]`/`[SEP]` included,
-    /// truncation applied).
+    /// The same model with another policy for texts longer than [`MINILM_MAX_TOKENS`].
+    #[must_use]
+    pub fn with_long_texts(mut self, policy: LongTexts) -> Self {
+        self.long_texts = policy;
+        self
+    }
+
+    /// The policy for texts longer than [`MINILM_MAX_TOKENS`].
+    pub fn long_texts(&self) -> LongTexts {
+        self.long_texts
+    }
+
+    /// Number of word pieces of `text`, `[CLS]` and `[SEP]` included, before any truncation.
     ///
     /// # Errors
     /// [`EngineError::Embedder`] when the tokenizer fails.
@@ -178,16 +212,35 @@ impl MiniLmEmbedder {
             .len())
     }
 
-    /// Runs one padded batch and mean-pools each row over its attention mask.
-    fn embed_encodings(&self, encodings: &[&Encoding]) -> candle_core::Result<Vec<Vec<f32>>> {
-        let rows = encodings.len();
-        let width = encodings.iter().map(|e| e.len()).max().unwrap_or(0).max(1);
+    /// The sequences the network runs for one tokenized text (`[CLS] … [SEP]` included).
+    fn segments(&self, ids: &[u32]) -> Vec<Vec<u32>> {
+        if ids.len() <= MINILM_MAX_TOKENS {
+            return vec![ids.to_vec()];
+        }
+        let content = &ids[1..ids.len() - 1];
+        let wrap = |piece: &[u32]| {
+            let mut v = Vec::with_capacity(piece.len() + 2);
+            v.push(self.cls);
+            v.extend_from_slice(piece);
+            v.push(self.sep);
+            v
+        };
+        match self.long_texts {
+            LongTexts::Truncate => vec![wrap(&content[..MINILM_MAX_TOKENS - 2])],
+            LongTexts::MeanOfWindows => content.chunks(MINILM_MAX_TOKENS - 2).map(wrap).collect(),
+        }
+    }
+
+    /// Runs one batch of sequences (padded here to the longest) and returns, per sequence, the
+    /// sum of its real tokens' output vectors and their number (mean pooling's two halves).
+    fn token_sums(&self, seqs: &[&[u32]]) -> candle_core::Result<Vec<(Vec<f32>, f32)>> {
+        let rows = seqs.len();
+        let width = seqs.iter().map(|e| e.len()).max().unwrap_or(0).max(1);
         let mut ids = vec![0u32; rows * width];
         let mut mask = vec![0u32; rows * width];
-        for (r, e) in encodings.iter().enumerate() {
-            let row = &mut ids[r * width..r * width + e.len()];
-            row.copy_from_slice(e.get_ids());
-            mask[r * width..r * width + e.len()].copy_from_slice(e.get_attention_mask());
+        for (r, seq) in seqs.iter().enumerate() {
+            ids[r * width..r * width + seq.len()].copy_from_slice(seq);
+            mask[r * width..r * width + seq.len()].fill(1);
         }
         let device = &self.model.device;
         let ids = Tensor::from_vec(ids, (rows, width), device)?;
@@ -195,14 +248,12 @@ impl MiniLmEmbedder {
         let type_ids = ids.zeros_like()?;
         let hidden = self.model.forward(&ids, &type_ids, Some(&mask))?; // (rows, width, 384)
         let mask = mask.to_dtype(DType::F32)?.unsqueeze(2)?; // (rows, width, 1)
-        let summed = hidden.broadcast_mul(&mask)?.sum(1)?; // (rows, 384)
-        let counts = mask.sum(1)?.clamp(1e-9, f64::INFINITY)?; // (rows, 1)
-        let mean = summed.broadcast_div(&counts)?;
-        let mut out: Vec<Vec<f32>> = mean.to_vec2()?;
-        for v in &mut out {
-            l2_normalize(v);
-        }
-        Ok(out)
+        let sums: Vec<Vec<f32>> = hidden.broadcast_mul(&mask)?.sum(1)?.to_vec2()?; // (rows, 384)
+        Ok(sums
+            .into_iter()
+            .zip(seqs)
+            .map(|(s, seq)| (s, seq.len() as f32))
+            .collect())
     }
 }
 
@@ -260,25 +311,43 @@ impl Embedder for MiniLmEmbedder {
         &self.identity
     }
 
-    /// Tokenizes every text, sorts them by length so that each micro-batch of 16 pads little,
-    /// runs the batches one after the other (candle's matrix products use the current Rayon
-    /// pool), and returns the vectors in input order.
+    /// Tokenizes every text, cuts long ones by the [`LongTexts`] policy, sorts the sequences
+    /// by length so that each micro-batch of 16 pads little, runs the batches one after the
+    /// other (candle's matrix products use the current Rayon pool), mean-pools each text over
+    /// the real tokens of its sequences, L2-normalizes, and returns the vectors in input order.
     fn embed_batch(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
         let encodings = self
             .tokenizer
             .encode_batch(texts.to_vec(), true)
             .map_err(model_error)?;
-        let mut order: Vec<usize> = (0..encodings.len()).collect();
-        order.sort_by_key(|&i| std::cmp::Reverse(encodings[i].len()));
-        let mut out: Vec<Vec<f32>> = vec![Vec::new(); texts.len()];
+        // (text index, sequence)
+        let seqs: Vec<(usize, Vec<u32>)> = encodings
+            .iter()
+            .enumerate()
+            .flat_map(|(i, e)| self.segments(e.get_ids()).into_iter().map(move |s| (i, s)))
+            .collect();
+        let mut order: Vec<usize> = (0..seqs.len()).collect();
+        order.sort_by_key(|&k| std::cmp::Reverse(seqs[k].1.len()));
+        let mut sums = vec![vec![0.0f32; MINILM_DIM]; texts.len()];
+        let mut counts = vec![0.0f32; texts.len()];
         for group in order.chunks(MICRO_BATCH) {
-            let batch: Vec<&Encoding> = group.iter().map(|&i| &encodings[i]).collect();
-            let vectors = self.embed_encodings(&batch).map_err(model_error)?;
-            for (&i, v) in group.iter().zip(vectors) {
-                out[i] = v;
+            let batch: Vec<&[u32]> = group.iter().map(|&k| seqs[k].1.as_slice()).collect();
+            let pooled = self.token_sums(&batch).map_err(model_error)?;
+            for (&k, (sum, n)) in group.iter().zip(pooled) {
+                let text = seqs[k].0;
+                for (acc, x) in sums[text].iter_mut().zip(sum) {
+                    *acc += x;
+                }
+                counts[text] += n;
             }
         }
-        Ok(out)
+        for (v, n) in sums.iter_mut().zip(counts) {
+            for x in v.iter_mut() {
+                *x /= n.max(1.0);
+            }
+            l2_normalize(v);
+        }
+        Ok(sums)
     }
 }
 
@@ -369,13 +438,23 @@ mod tests {
     }
 
     #[test]
-    fn long_text_is_truncated_not_refused() {
+    fn long_texts_are_truncated_or_windowed() {
         let Some(e) = model() else { return };
-        let long = "myocardial infarction ".repeat(400);
-        assert_eq!(e.num_tokens(&long).unwrap(), MINILM_MAX_TOKENS);
-        let v = e.embed(&long).unwrap();
-        assert_eq!(v.len(), MINILM_DIM);
-        assert!(v.iter().all(|x| x.is_finite()));
+        let long = "Statin therapy lowers cholesterol in adults with coronary disease. ".repeat(40);
+        let longer = format!("{long} Mitochondria of the lace plant during programmed cell death.");
+        assert!(e.num_tokens(&long).unwrap() > 2 * MINILM_MAX_TOKENS);
+        // Truncate: what follows word piece 254 does not count.
+        let v = e.embed_batch(&[&long, &longer]).unwrap();
+        assert!(v.iter().all(|x| x.len() == MINILM_DIM && x.iter().all(|y| y.is_finite())));
+        assert!(dot(&v[0], &v[1]) > 1.0 - 1e-5, "{}", dot(&v[0], &v[1]));
+        // Windows: the tail counts, and a short text is embedded exactly as before.
+        let short = "He drove to the stadium.";
+        let before = e.embed(short).unwrap();
+        let e = e.with_long_texts(LongTexts::MeanOfWindows);
+        let w = e.embed_batch(&[&long, &longer, short]).unwrap();
+        assert!(dot(&w[0], &w[1]) < 1.0 - 1e-4, "{}", dot(&w[0], &w[1]));
+        assert!(dot(&w[0], &v[0]) > 0.9, "same topic throughout: {}", dot(&w[0], &v[0]));
+        assert!(dot(&w[2], &before) > 1.0 - 1e-5);
     }
 
     #[test]

@@ -299,6 +299,7 @@ fn every_status_is_reachable() {
         dir.path(),
         EngineConfig {
             embedder: Some(Arc::new(HashEmbedder::new(64))),
+            ..EngineConfig::default()
         },
     )
     .unwrap();
