@@ -5,6 +5,7 @@
 //! bash scripts/fetch-model.sh
 //! cargo run -p agrag-benches --release --bin embed-throughput -- \
 //!     [--embedders minilm,hash] [--threads 1,2] [--chunks 1,32] [--documents FILE.jsonl]
+//!     [--limit N]
 //! ```
 //!
 //! Throughput: every passage of the corpus (2,999 for the shipped PubMedQA), sorted by length,
@@ -47,10 +48,12 @@ fn main() {
         PathBuf::from,
     );
     let corpus = read_jsonl(&documents).expect("documents");
+    let limit: usize = arg(&args, "--limit").map_or(usize::MAX, |n| n.parse().expect("--limit N"));
     let passages: Vec<&str> = corpus
         .documents
         .iter()
         .flat_map(|d| d.passages.iter().map(String::as_str))
+        .take(limit)
         .collect();
     let titles: Vec<&str> = corpus.documents.iter().map(|d| d.title.as_str()).collect();
     let chars: usize = passages.iter().map(|p| p.len()).sum();
