@@ -5,9 +5,8 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use agrag_engine::embed::minilm::LongTexts;
 use agrag_engine::embed::settings::model_path_from_env;
-use agrag_engine::embed::{Embedder, HashEmbedder, MiniLmEmbedder, dot};
+use agrag_engine::embed::{Embedder, HashEmbedder, LongTexts, MiniLmEmbedder, dot};
 use rayon::prelude::*;
 
 /// An embedder under test and its short name (`minilm`, `hash`).
@@ -19,22 +18,22 @@ pub struct Candidate {
     pub embedder: Arc<dyn Embedder>,
 }
 
-/// The embedders named in `names`: `minilm` (long texts truncated at 256 word pieces, as
-/// sentence-transformers does), `minilm-windows` (long texts as the mean over 254-piece
-/// windows), `hash`. MiniLM is read from `EMBEDDING_MODEL_PATH` (or the default folder); when
+/// The embedders named in `names`: `minilm` (long texts as the mean over 254-piece windows,
+/// the default), `minilm-truncate` (long texts truncated at 256 word pieces, as
+/// sentence-transformers does), `hash`. MiniLM is read from `EMBEDDING_MODEL_PATH` (or the default folder); when
 /// it cannot be loaded it is left out and the reason is returned as a notice.
 pub fn candidates(names: &[&str]) -> (Vec<Candidate>, Vec<String>) {
     let mut out = Vec::new();
     let mut notices = Vec::new();
     for &name in names {
         match name {
-            "minilm" | "minilm-windows" => match MiniLmEmbedder::load(&model_path_from_env()) {
+            "minilm" | "minilm-truncate" => match MiniLmEmbedder::load(&model_path_from_env()) {
                 Ok(e) => out.push(Candidate {
                     name: name.to_owned(),
                     embedder: Arc::new(e.with_long_texts(if name == "minilm" {
-                        LongTexts::Truncate
-                    } else {
                         LongTexts::MeanOfWindows
+                    } else {
+                        LongTexts::Truncate
                     })),
                 }),
                 Err(e) => notices.push(format!("{name} left out: {e}")),
@@ -115,7 +114,12 @@ mod tests {
 
     #[test]
     fn top_k_orders_by_score_then_index() {
-        let m = vec![vec![0.0, 1.0], vec![1.0, 0.0], vec![0.6, 0.8], vec![1.0, 0.0]];
+        let m = vec![
+            vec![0.0, 1.0],
+            vec![1.0, 0.0],
+            vec![0.6, 0.8],
+            vec![1.0, 0.0],
+        ];
         assert_eq!(top_k(&m, &[1.0, 0.0], 3), vec![1, 3, 2]);
     }
 

@@ -9,7 +9,7 @@ use arc_swap::ArcSwapOption;
 use roaring::RoaringBitmap;
 
 use crate::embed::settings::{load_minilm, model_path_from_env};
-use crate::embed::{Embedder, HashEmbedder, MINILM_MODEL, hash::HASH_MODEL};
+use crate::embed::{Embedder, HashEmbedder, LongTexts, MINILM_MODEL, hash::HASH_MODEL};
 use crate::error::{EngineError, Result};
 use crate::format::Layout;
 use crate::query::Scope;
@@ -262,7 +262,8 @@ impl Engine {
                 .model_path
                 .clone()
                 .unwrap_or_else(model_path_from_env);
-            load_minilm(&dir).map_err(|e| {
+            // Questions fit one window: the long-text policy does not change them.
+            load_minilm(&dir, LongTexts::default()).map_err(|e| {
                 format!(
                     "the run's reports were embedded by {} (dim {}), which cannot be loaded here: {e}",
                     id.model, id.dim

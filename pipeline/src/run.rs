@@ -438,6 +438,7 @@ fn run_in_pool(cfg: &RunConfig) -> Result<RunSummary> {
         "graph": {"kind": "co-occurrence", "weight": "passages mentioning both"},
         "detection": cfg.leiden,
         "report_writer": cfg.report_writer.name(),
+        "embedding": cfg.embedder.parameters(),
         "excluded": {"passages": excluded_passages.len(), "documents": excluded_documents.len()},
     });
     let mut fp = blake3::Hasher::new();

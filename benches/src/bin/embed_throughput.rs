@@ -57,14 +57,12 @@ fn main() {
         .collect();
     let titles: Vec<&str> = corpus.documents.iter().map(|d| d.title.as_str()).collect();
     let chars: usize = passages.iter().map(|p| p.len()).sum();
-    let tokens = MiniLmEmbedder::load(&model_path_from_env())
-        .ok()
-        .map(|m| {
-            passages
-                .iter()
-                .map(|p| m.num_tokens(p).unwrap_or(0))
-                .sum::<usize>()
-        });
+    let tokens = MiniLmEmbedder::load(&model_path_from_env()).ok().map(|m| {
+        passages
+            .iter()
+            .map(|p| m.num_tokens(p).unwrap_or(0))
+            .sum::<usize>()
+    });
 
     let (cands, notices) = candidates(&names);
     for n in &notices {

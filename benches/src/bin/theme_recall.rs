@@ -4,8 +4,13 @@
 //! ```text
 //! bash scripts/fetch-model.sh
 //! cargo run -p agrag-benches --release --bin theme-recall -- \
-//!     [--embedders minilm,hash] [--threads 2] [--documents FILE.jsonl] [--vocabulary DIR]
+//!     [--embedders minilm,minilm-truncate,hash] [--threads 2] [--documents FILE.jsonl]
+//!     [--vocabulary DIR]
 //! ```
+//!
+//! Embedders: `minilm` (all-MiniLM-L6-v2, long texts as the mean of 254-word-piece windows,
+//! the default), `minilm-truncate` (long texts truncated at 256 word pieces, as
+//! sentence-transformers does) and `hash` (the built-in `agrag-hash-v1`).
 //!
 //! For each embedder: the pipeline runs on the shipped PubMedQA corpus (900 documents, MeSH)
 //! into a temporary root; then, for each document, its `title` (a PubMedQA question) is asked
@@ -61,17 +66,16 @@ struct Row {
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let names: Vec<&str> = arg(&args, "--embedders")
-        .unwrap_or("minilm,hash")
+        .unwrap_or("minilm,minilm-truncate,hash")
         .split(',')
         .collect();
-    let threads: usize = arg(&args, "--threads")
-        .map_or(2, |t| t.parse().expect("--threads N"));
+    let threads: usize = arg(&args, "--threads").map_or(2, |t| t.parse().expect("--threads N"));
     let documents = arg(&args, "--documents").map_or_else(
         || workspace().join("data/pubmedqa/documents.jsonl"),
         PathBuf::from,
     );
-    let vocabulary = arg(&args, "--vocabulary")
-        .map_or_else(|| workspace().join("data/mesh"), PathBuf::from);
+    let vocabulary =
+        arg(&args, "--vocabulary").map_or_else(|| workspace().join("data/mesh"), PathBuf::from);
 
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
@@ -99,7 +103,8 @@ fn main() {
     for r in &rows {
         let q = r.questions as f64;
         println!(
-            "| {} | {:.3} ({} / {}{}) | {:.1} | {:.3} | {:.3} |",
+            "| {} ({}) | {:.3} ({} / {}{}) | {:.1} | {:.3} | {:.3} |",
+            r.name,
             r.model,
             r.themes_hits as f64 / q,
             r.themes_hits,

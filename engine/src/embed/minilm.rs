@@ -17,14 +17,15 @@ use candle_nn::VarBuilder;
 use candle_transformers::models::bert::{BertModel, Config as BertConfig};
 use tokenizers::Tokenizer;
 
-pub use super::{MINILM_DIM, MINILM_FILES, MINILM_MODEL};
 use super::{Embedder, EmbedderIdentity, l2_normalize};
+pub use super::{LongTexts, MINILM_DIM, MINILM_FILES, MINILM_MODEL};
 use crate::error::{EngineError, Result};
 
-/// Longest input in word pieces, `[CLS]` and `[SEP]` included; longer texts are truncated.
+/// Longest sequence the network runs, in word pieces, `[CLS]` and `[SEP]` included; longer
+/// texts are cut into windows or truncated ([`LongTexts`]).
 ///
 /// The model card's (and sentence-transformers') `max_seq_length`; the model was trained on
-/// 128-token inputs, so quality degrades on long texts before this limit.
+/// 128-token inputs, so quality degrades on long sequences before this limit.
 pub const MINILM_MAX_TOKENS: usize = 256;
 
 /// Most texts run through the network at once. Texts of a batch are padded to the longest, so
@@ -35,14 +36,19 @@ const MICRO_BATCH: usize = 16;
 ///
 /// Pipeline per text, as sentence-transformers runs the model (`modules.json`: Transformer →
 /// Pooling(mean) → Normalize):
-/// 1. the model's own `tokenizer.json` (BERT uncased WordPiece, `[CLS] … [SEP]`), truncated to
-///    [`MINILM_MAX_TOKENS`] word pieces;
+/// 1. the model's own `tokenizer.json` (BERT uncased WordPiece, `[CLS] … [SEP]`); a text
+///    longer than [`MINILM_MAX_TOKENS`] word pieces is cut into windows (the default) or
+///    truncated, see [`LongTexts`];
 /// 2. the BERT encoder (candle-transformers), on the CPU, `f32`;
 /// 3. **mean pooling over the attention mask**: the average of the token vectors of real tokens
-///    only. Padding is excluded; the shipped `tokenizer.json` pads every input to 128 tokens,
-///    and averaging those padding positions in makes unrelated sentences near-identical, so
-///    this embedder turns the tokenizer's padding off and pads each batch itself;
+///    only (of every window). Padding is excluded; the shipped `tokenizer.json` pads every
+///    input to 128 tokens, and averaging those padding positions in makes unrelated sentences
+///    near-identical, so this embedder turns the tokenizer's padding off and pads each batch
+///    itself;
 /// 4. L2 normalization.
+///
+/// For texts within the limit (sentences, questions, passages) this is exactly
+/// sentence-transformers' `encode(..., normalize_embeddings=True)`.
 ///
 /// # Identity
 /// Model [`MINILM_MODEL`], dimension 384, normalized, fingerprint `blake3:<hex>`: BLAKE3 over
@@ -64,19 +70,6 @@ pub struct MiniLmEmbedder {
     cls: u32,
     sep: u32,
     long_texts: LongTexts,
-}
-
-/// What [`MiniLmEmbedder`] does with a text longer than [`MINILM_MAX_TOKENS`] word pieces.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum LongTexts {
-    /// Keep the first 254 word pieces (plus `[CLS]`/`[SEP]`), as sentence-transformers does.
-    #[default]
-    Truncate,
-    /// Cut the text into consecutive windows of at most 254 word pieces, run each as its own
-    /// sequence, and mean-pool over every real token of every window: the whole text counts,
-    /// at about the cost of its length. Texts that fit one window are embedded exactly as with
-    /// [`LongTexts::Truncate`].
-    MeanOfWindows,
 }
 
 impl std::fmt::Debug for MiniLmEmbedder {
@@ -162,10 +155,12 @@ impl MiniLmEmbedder {
         };
         let (cls, sep) = (special("[CLS]")?, special("[SEP]")?);
 
-        let vb = VarBuilder::from_buffered_safetensors(weights, DType::F32, &Device::Cpu)
-            .map_err(|e| model_error(format!("{}: {e}", dir.join("model.safetensors").display())))?;
-        let model = BertModel::load(vb, &config)
-            .map_err(|e| model_error(format!("{}: {e}", dir.join("model.safetensors").display())))?;
+        let vb = VarBuilder::from_buffered_safetensors(weights, DType::F32, &Device::Cpu).map_err(
+            |e| model_error(format!("{}: {e}", dir.join("model.safetensors").display())),
+        )?;
+        let model = BertModel::load(vb, &config).map_err(|e| {
+            model_error(format!("{}: {e}", dir.join("model.safetensors").display()))
+        })?;
         Ok(Self {
             identity: EmbedderIdentity {
                 model: MINILM_MODEL.to_owned(),
@@ -311,6 +306,16 @@ impl Embedder for MiniLmEmbedder {
         &self.identity
     }
 
+    fn parameters(&self) -> serde_json::Value {
+        serde_json::json!({
+            "max_tokens": MINILM_MAX_TOKENS,
+            "long_texts": self.long_texts.as_str(),
+            "pooling": "mean over the attention mask",
+            "normalize": "l2",
+            "model_dir": self.dir,
+        })
+    }
+
     /// Tokenizes every text, cuts long ones by the [`LongTexts`] policy, sorts the sequences
     /// by length so that each micro-batch of 16 pads little, runs the batches one after the
     /// other (candle's matrix products use the current Rayon pool), mean-pools each text over
@@ -444,16 +449,25 @@ mod tests {
         let longer = format!("{long} Mitochondria of the lace plant during programmed cell death.");
         assert!(e.num_tokens(&long).unwrap() > 2 * MINILM_MAX_TOKENS);
         // Truncate: what follows word piece 254 does not count.
+        let e = e.with_long_texts(LongTexts::Truncate);
         let v = e.embed_batch(&[&long, &longer]).unwrap();
-        assert!(v.iter().all(|x| x.len() == MINILM_DIM && x.iter().all(|y| y.is_finite())));
+        assert!(
+            v.iter()
+                .all(|x| x.len() == MINILM_DIM && x.iter().all(|y| y.is_finite()))
+        );
         assert!(dot(&v[0], &v[1]) > 1.0 - 1e-5, "{}", dot(&v[0], &v[1]));
         // Windows: the tail counts, and a short text is embedded exactly as before.
         let short = "He drove to the stadium.";
         let before = e.embed(short).unwrap();
         let e = e.with_long_texts(LongTexts::MeanOfWindows);
+        assert_eq!(e.parameters()["long_texts"], "mean_of_windows");
         let w = e.embed_batch(&[&long, &longer, short]).unwrap();
         assert!(dot(&w[0], &w[1]) < 1.0 - 1e-4, "{}", dot(&w[0], &w[1]));
-        assert!(dot(&w[0], &v[0]) > 0.9, "same topic throughout: {}", dot(&w[0], &v[0]));
+        assert!(
+            dot(&w[0], &v[0]) > 0.9,
+            "same topic throughout: {}",
+            dot(&w[0], &v[0])
+        );
         assert!(dot(&w[2], &before) > 1.0 - 1e-5);
     }
 

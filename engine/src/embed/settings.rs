@@ -6,6 +6,7 @@
 //! | `EMBEDDING_MODEL` | `all-MiniLM-L6-v2` (or `sentence-transformers/all-MiniLM-L6-v2`), `agrag-hash-v1`, or the caller's model name for `precomputed` | the provider's model |
 //! | `EMBEDDING_MODEL_PATH` | the MiniLM model folder | `$XDG_CACHE_HOME/agrag/models/all-MiniLM-L6-v2`, else `$HOME/.cache/agrag/models/all-MiniLM-L6-v2` |
 //! | `EMBEDDING_DIM` | vector length, ≥ 1 | 384 (MiniLM allows only 384) |
+//! | `EMBEDDING_LONG_TEXTS` | `windows`, `truncate` (MiniLM: texts over 256 word pieces, see [`LongTexts`]) | `windows` |
 //!
 //! An explicit choice is honoured or refused, never replaced: `EMBEDDING_PROVIDER=minilm` with
 //! no model folder is an error. Only the unset provider falls back, and says so
@@ -15,7 +16,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use super::hash::HASH_MODEL;
-use super::{Embedder, EmbedderIdentity, HashEmbedder, MINILM_DIM, MINILM_FILES, MINILM_MODEL};
+use super::{
+    Embedder, EmbedderIdentity, HashEmbedder, LongTexts, MINILM_DIM, MINILM_FILES, MINILM_MODEL,
+};
 use crate::error::{EngineError, Result};
 
 /// Folder name of the model under the cache folder.
@@ -60,6 +63,8 @@ pub struct EmbedderSettings {
     pub model_path: PathBuf,
     /// `EMBEDDING_DIM`, when set.
     pub dim: Option<usize>,
+    /// `EMBEDDING_LONG_TEXTS`, or the default ([`LongTexts::MeanOfWindows`]).
+    pub long_texts: LongTexts,
 }
 
 /// The embedder chosen by [`EmbedderSettings::build`], with the notice to show when it is a
@@ -106,7 +111,8 @@ impl EmbedderSettings {
     ///
     /// # Errors
     /// [`EngineError::InvalidArgument`] naming the variable when `EMBEDDING_PROVIDER` is not a
-    /// known provider or `EMBEDDING_DIM` not an integer ≥ 1.
+    /// known provider, `EMBEDDING_DIM` not an integer ≥ 1 or `EMBEDDING_LONG_TEXTS` neither
+    /// `windows` nor `truncate`.
     pub fn from_env() -> Result<Self> {
         Self::from_lookup(|k| std::env::var(k).ok())
     }
@@ -116,7 +122,11 @@ impl EmbedderSettings {
     /// # Errors
     /// As [`from_env`](Self::from_env).
     pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self> {
-        let var = |k: &str| get(k).map(|v| v.trim().to_owned()).filter(|v| !v.is_empty());
+        let var = |k: &str| {
+            get(k)
+                .map(|v| v.trim().to_owned())
+                .filter(|v| !v.is_empty())
+        };
         let provider = var("EMBEDDING_PROVIDER")
             .map(|p| p.parse::<Provider>())
             .transpose()?;
@@ -132,8 +142,13 @@ impl EmbedderSettings {
                     })
             })
             .transpose()?;
+        let long_texts = var("EMBEDDING_LONG_TEXTS")
+            .map(|v| v.parse::<LongTexts>())
+            .transpose()?
+            .unwrap_or_default();
         Ok(Self {
             provider,
+            long_texts,
             model: var("EMBEDDING_MODEL"),
             model_path: var("EMBEDDING_MODEL_PATH")
                 .map_or_else(|| default_model_path_from(&get), PathBuf::from),
@@ -221,7 +236,7 @@ impl EmbedderSettings {
                         expected: "384 (or unset) for all-MiniLM-L6-v2",
                     });
                 }
-                match load_minilm(&self.model_path) {
+                match load_minilm(&self.model_path, self.long_texts) {
                     Ok(e) => Ok(EmbedderChoice {
                         embedder: e,
                         notice: None,
@@ -260,19 +275,21 @@ pub fn minilm_folder_present(dir: &std::path::Path) -> bool {
     MINILM_FILES.iter().all(|f| dir.join(f).is_file())
 }
 
-/// Loads all-MiniLM-L6-v2 from `dir`.
+/// Loads all-MiniLM-L6-v2 from `dir`, treating long texts by `long_texts`.
 ///
 /// # Errors
 /// [`EngineError::ModelMissing`] when the folder lacks a model file; [`EngineError::Embedder`]
 /// when this build has no `minilm` feature or the model does not load.
-pub fn load_minilm(dir: &std::path::Path) -> Result<Arc<dyn Embedder>> {
+pub fn load_minilm(dir: &std::path::Path, long_texts: LongTexts) -> Result<Arc<dyn Embedder>> {
     #[cfg(feature = "minilm")]
     {
-        Ok(Arc::new(super::MiniLmEmbedder::load(dir)?))
+        Ok(Arc::new(
+            super::MiniLmEmbedder::load(dir)?.with_long_texts(long_texts),
+        ))
     }
     #[cfg(not(feature = "minilm"))]
     {
-        let _ = dir;
+        let _ = (dir, long_texts);
         Err(EngineError::Embedder {
             model: MINILM_MODEL.to_owned(),
             reason: "this build has no MiniLM support (cargo feature `minilm` is off)".into(),
@@ -348,6 +365,9 @@ mod tests {
         let s = settings(&[("HOME", "/h"), ("EMBEDDING_MODEL_PATH", "/m")]).unwrap();
         assert_eq!(s.model_path, PathBuf::from("/m"));
         assert!(!s.is_explicit());
+        assert_eq!(s.long_texts, LongTexts::MeanOfWindows);
+        let s = settings(&[("EMBEDDING_LONG_TEXTS", "truncate")]).unwrap();
+        assert_eq!(s.long_texts, LongTexts::Truncate);
     }
 
     #[test]
@@ -357,7 +377,10 @@ mod tests {
         let c = s.build().unwrap();
         assert_eq!(c.embedder.identity().model, HASH_MODEL);
         let notice = c.notice.unwrap();
-        assert!(notice.contains(NOWHERE) && !notice.contains('\n'), "{notice}");
+        assert!(
+            notice.contains(NOWHERE) && !notice.contains('\n'),
+            "{notice}"
+        );
     }
 
     #[test]
@@ -386,7 +409,10 @@ mod tests {
             Err(EngineError::InvalidArgument { field, .. }) => field,
             other => panic!("expected InvalidArgument, got {other:?}"),
         };
-        assert_eq!(field(&[("EMBEDDING_PROVIDER", "bert")]), "EMBEDDING_PROVIDER");
+        assert_eq!(
+            field(&[("EMBEDDING_PROVIDER", "bert")]),
+            "EMBEDDING_PROVIDER"
+        );
         assert_eq!(field(&[("EMBEDDING_DIM", "0")]), "EMBEDDING_DIM");
         assert_eq!(field(&[("EMBEDDING_DIM", "x")]), "EMBEDDING_DIM");
         assert_eq!(
@@ -398,12 +424,22 @@ mod tests {
             "EMBEDDING_MODEL"
         );
         assert_eq!(
-            field(&[("EMBEDDING_PROVIDER", "precomputed"), ("EMBEDDING_DIM", "8")]),
+            field(&[
+                ("EMBEDDING_PROVIDER", "precomputed"),
+                ("EMBEDDING_DIM", "8")
+            ]),
             "EMBEDDING_MODEL"
         );
         assert_eq!(
-            field(&[("EMBEDDING_PROVIDER", "precomputed"), ("EMBEDDING_MODEL", "m")]),
+            field(&[
+                ("EMBEDDING_PROVIDER", "precomputed"),
+                ("EMBEDDING_MODEL", "m")
+            ]),
             "EMBEDDING_DIM"
+        );
+        assert_eq!(
+            field(&[("EMBEDDING_LONG_TEXTS", "summarize")]),
+            "EMBEDDING_LONG_TEXTS"
         );
     }
 
@@ -434,6 +470,9 @@ mod tests {
             ("text-embedding-3-small", 1536)
         );
         let err = e.embed("question").unwrap_err().to_string();
-        assert!(err.contains("precomputed") && err.contains("vector"), "{err}");
+        assert!(
+            err.contains("precomputed") && err.contains("vector"),
+            "{err}"
+        );
     }
 }

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use agrag_engine::embed::settings::{load_minilm, minilm_folder_present, model_path_from_env};
 use agrag_engine::embed::{
-    Embedder, EmbedderIdentity, HashEmbedder, MINILM_MODEL, PrecomputedEmbedder,
+    Embedder, EmbedderIdentity, HashEmbedder, LongTexts, MINILM_MODEL, PrecomputedEmbedder,
 };
 use agrag_engine::format::{Layout, Manifest};
 use agrag_engine::query::theme::Status;
@@ -66,7 +66,9 @@ fn minilm() -> Option<Arc<dyn Embedder>> {
         let _ = writeln!(std::io::stderr(), "SKIPPED MiniLM test: {reason}");
         return None;
     }
-    Some(load_minilm(&dir).expect("the model folder exists but does not load"))
+    Some(
+        load_minilm(&dir, LongTexts::default()).expect("the model folder exists but does not load"),
+    )
 }
 
 /// An embedder that claims to be all-MiniLM-L6-v2 with weights `fingerprint` (its vectors are
@@ -113,7 +115,10 @@ fn report_texts(path: &Path) -> Vec<String> {
     let mut out = Vec::new();
     for batch in reader {
         let batch = batch.unwrap();
-        let col = batch.column_by_name("full_content").unwrap().as_string::<i32>();
+        let col = batch
+            .column_by_name("full_content")
+            .unwrap()
+            .as_string::<i32>();
         out.extend((0..col.len()).map(|i| col.value(i).to_owned()));
     }
     out
@@ -188,6 +193,10 @@ fn minilm_run_end_to_end() {
     assert_eq!(&manifest.embedder, model.identity());
     assert!(manifest.embedder.normalized && manifest.embedder.dim == 384);
     assert!(manifest.embedder.fingerprint.starts_with("blake3:"));
+    assert_eq!(
+        manifest.parameters["embedding"]["long_texts"],
+        "mean_of_windows"
+    );
 
     // With no embedder configured the engine loads MiniLM for this run and answers.
     let engine = Engine::open(
@@ -198,7 +207,10 @@ fn minilm_run_end_to_end() {
         },
     )
     .unwrap();
-    let a = ask(&engine, "Do mitochondria play a role in programmed cell death?");
+    let a = ask(
+        &engine,
+        "Do mitochondria play a role in programmed cell death?",
+    );
     assert_eq!(a.status, Status::Ok, "{:?}", a.failures);
     assert!(!a.themes.is_empty());
 
