@@ -13,6 +13,9 @@ use crate::embed::{Embedder, HashEmbedder, LongTexts, MINILM_MODEL, hash::HASH_M
 use crate::error::{EngineError, Result};
 use crate::format::Layout;
 use crate::query::Scope;
+use crate::query::concept::{
+    self, Combine, ConceptAnswer, ConceptRequest, ConceptSelector, ConceptStatus, Fusion,
+};
 use crate::query::evidence::{self, Evidence};
 use crate::query::theme::{self, IndexState, Status, ThemeAnswer};
 use crate::snapshot::Snapshot;
@@ -79,6 +82,7 @@ struct VisibilityCache {
     version: i64,
     run_id: String,
     hidden: Arc<RoaringBitmap>,
+    hidden_documents: Arc<RoaringBitmap>,
     states: Arc<HashMap<u32, Visibility>>,
 }
 
@@ -190,11 +194,12 @@ impl Engine {
             None => 0,
         };
         if version != cache.version || cache.run_id != snap.run_id() {
-            let (hidden, states) = match &cache.store {
+            let (hidden, hidden_documents, states) = match &cache.store {
                 Some(store) => build_bitmap(snap, store)?,
-                None => (RoaringBitmap::new(), HashMap::new()),
+                None => (RoaringBitmap::new(), RoaringBitmap::new(), HashMap::new()),
             };
             cache.hidden = Arc::new(hidden);
+            cache.hidden_documents = Arc::new(hidden_documents);
             cache.states = Arc::new(states);
             cache.version = version;
             cache.run_id = snap.run_id().to_owned();
@@ -202,6 +207,7 @@ impl Engine {
         Ok(View {
             snapshot,
             hidden: cache.hidden.clone(),
+            hidden_documents: cache.hidden_documents.clone(),
             states: cache.states.clone(),
         })
     }
@@ -279,6 +285,161 @@ impl Engine {
         Ok(e)
     }
 
+    /// Embeds a query in the run's vector space, or says why it cannot.
+    fn embed_query(
+        &self,
+        snap: &Snapshot,
+        input: &QueryInput,
+    ) -> std::result::Result<Vec<f32>, String> {
+        let run = &snap.manifest.embedder;
+        match input {
+            QueryInput::Vector { model, vector } => {
+                if *model != run.model || vector.len() != run.dim {
+                    return Err(EngineError::EmbedderMismatch {
+                        run_model: run.model.clone(),
+                        run_dim: run.dim,
+                        query_model: model.clone(),
+                        query_dim: vector.len(),
+                    }
+                    .to_string());
+                }
+                Ok(vector.clone())
+            }
+            QueryInput::Text(text) => {
+                let embedder = self.query_embedder(snap)?;
+                let id = embedder.identity();
+                if !id.is_compatible(run) {
+                    return Err(EngineError::EmbedderMismatch {
+                        run_model: run.model.clone(),
+                        run_dim: run.dim,
+                        query_model: id.model.clone(),
+                        query_dim: id.dim,
+                    }
+                    .to_string());
+                }
+                if !id.same_weights(run) {
+                    return Err(EngineError::EmbedderWeightsMismatch {
+                        model: run.model.clone(),
+                        run_fingerprint: run.fingerprint.clone(),
+                        query_fingerprint: id.fingerprint.clone(),
+                    }
+                    .to_string());
+                }
+                match embedder.embed(text) {
+                    Ok(v) if v.len() == run.dim => Ok(v),
+                    Ok(v) => Err(format!(
+                        "the embedder returned {} values, expected {}",
+                        v.len(),
+                        run.dim
+                    )),
+                    Err(e) => Err(e.to_string()),
+                }
+            }
+        }
+    }
+
+    /// Concept search; see [`query::concept`](crate::query::concept) for the exact contract.
+    ///
+    /// # Errors
+    /// [`EngineError::InvalidArgument`] naming `sample` (0), `concept`/`term` (empty),
+    /// `relation` (unknown to the run), `depth` (0), `vector.k` (0), `fusion.k` (≤ 0) or
+    /// `keyword_weight` (outside [0, 1]); [`EngineError::Visibility`] when the store cannot be
+    /// read. Unknown terms, concepts and node fields are answers, not errors.
+    #[allow(clippy::too_many_lines)]
+    pub fn find_by_meaning(&self, req: &ConceptRequest) -> Result<ConceptAnswer> {
+        fn invalid<T>(field: &'static str, value: String, expected: &'static str) -> Result<T> {
+            Err(EngineError::InvalidArgument {
+                field,
+                value,
+                expected,
+            })
+        }
+        if req.sample == 0 {
+            return invalid("sample", "0".into(), "an integer ≥ 1");
+        }
+        if req.depth == Some(0) {
+            return invalid("depth", "0".into(), "an integer ≥ 1, or no depth");
+        }
+        match &req.selector {
+            ConceptSelector::Concept(c) if c.trim().is_empty() => {
+                return invalid("concept", format!("{c:?}"), "a non-empty concept id");
+            }
+            ConceptSelector::Term(t) if t.trim().is_empty() => {
+                return invalid("term", format!("{t:?}"), "a non-empty term");
+            }
+            _ => {}
+        }
+        if let Some(v) = &req.vector
+            && v.k == 0
+        {
+            return invalid("vector.k", "0".into(), "an integer ≥ 1");
+        }
+        match req.combine {
+            Combine::Hybrid(Fusion::Rrf { k }) if !(k > 0.0 && k.is_finite()) => {
+                return invalid("fusion.k", k.to_string(), "a finite number > 0");
+            }
+            Combine::Hybrid(Fusion::WeightedSum { keyword_weight: w })
+                if !(0.0..=1.0).contains(&w) =>
+            {
+                return invalid("keyword_weight", w.to_string(), "a number in [0, 1]");
+            }
+            _ => {}
+        }
+        if let Scope::Documents(keys) = &req.scope
+            && keys.is_empty()
+        {
+            return Ok(concept::nothing(
+                ConceptStatus::EmptyScope,
+                req.direction,
+                "the scope holds no document key",
+            ));
+        }
+        let view = self.view()?;
+        let Some(snap) = view.snapshot() else {
+            return Ok(concept::nothing(
+                ConceptStatus::IndexNotReady,
+                req.direction,
+                "no run is served",
+            ));
+        };
+        if !snap.concept_index.relations.contains_key(&req.relation) {
+            return invalid(
+                "relation",
+                req.relation.clone(),
+                "a relation of the run's vocabulary (subclass_of)",
+            );
+        }
+        let resolved = match concept::resolve(snap, req) {
+            Ok(r) => r,
+            Err(mut a) => {
+                a.run_id = Some(snap.run_id().to_owned());
+                return Ok(*a);
+            }
+        };
+        let vector = match &req.vector {
+            Some(v) => match self.embed_query(snap, &v.input) {
+                Ok(q) => Some(concept::vector_scores(snap, &q, v.k)),
+                Err(message) => {
+                    let mut a = concept::nothing(ConceptStatus::Failed, req.direction, &message);
+                    a.run_id = Some(snap.run_id().to_owned());
+                    a.failures.push(crate::query::theme::Failure {
+                        leg: "embed".into(),
+                        message,
+                    });
+                    return Ok(a);
+                }
+            },
+            None => None,
+        };
+        Ok(concept::search(
+            &view,
+            snap,
+            req,
+            &resolved,
+            vector.as_ref(),
+        ))
+    }
+
     /// Theme search; see [`query::theme`](crate::query::theme) for the exact contract.
     ///
     /// # Errors
@@ -337,72 +498,10 @@ impl Engine {
                 Some(IndexState::NotReady),
             ));
         };
-        let run = &snap.manifest.embedder;
         let run_id = Some(snap.run_id().to_owned());
-        let vector = match &req.query {
-            QueryInput::Vector { model, vector } => {
-                if *model != run.model || vector.len() != run.dim {
-                    return Ok(ThemeAnswer::failed(
-                        run_id,
-                        "embed",
-                        EngineError::EmbedderMismatch {
-                            run_model: run.model.clone(),
-                            run_dim: run.dim,
-                            query_model: model.clone(),
-                            query_dim: vector.len(),
-                        }
-                        .to_string(),
-                    ));
-                }
-                vector.clone()
-            }
-            QueryInput::Text(text) => {
-                let embedder = match self.query_embedder(snap) {
-                    Ok(e) => e,
-                    Err(message) => return Ok(ThemeAnswer::failed(run_id, "embed", message)),
-                };
-                let id = embedder.identity();
-                if !id.is_compatible(run) {
-                    return Ok(ThemeAnswer::failed(
-                        run_id,
-                        "embed",
-                        EngineError::EmbedderMismatch {
-                            run_model: run.model.clone(),
-                            run_dim: run.dim,
-                            query_model: id.model.clone(),
-                            query_dim: id.dim,
-                        }
-                        .to_string(),
-                    ));
-                }
-                if !id.same_weights(run) {
-                    return Ok(ThemeAnswer::failed(
-                        run_id,
-                        "embed",
-                        EngineError::EmbedderWeightsMismatch {
-                            model: run.model.clone(),
-                            run_fingerprint: run.fingerprint.clone(),
-                            query_fingerprint: id.fingerprint.clone(),
-                        }
-                        .to_string(),
-                    ));
-                }
-                match embedder.embed(text) {
-                    Ok(v) if v.len() == run.dim => v,
-                    Ok(v) => {
-                        return Ok(ThemeAnswer::failed(
-                            run_id,
-                            "embed",
-                            format!(
-                                "the embedder returned {} values, expected {}",
-                                v.len(),
-                                run.dim
-                            ),
-                        ));
-                    }
-                    Err(e) => return Ok(ThemeAnswer::failed(run_id, "embed", e.to_string())),
-                }
-            }
+        let vector = match self.embed_query(snap, &req.query) {
+            Ok(v) => v,
+            Err(message) => return Ok(ThemeAnswer::failed(run_id, "embed", message)),
         };
         Ok(theme::search(
             &view,
@@ -424,13 +523,19 @@ impl Engine {
     }
 }
 
-/// Bitmap of passage rows that are not visible, and their effective states.
-fn build_bitmap(
-    snap: &Snapshot,
-    store: &VisibilityStore,
-) -> Result<(RoaringBitmap, HashMap<u32, Visibility>)> {
+/// Bitmaps of passage rows and document rows that are not visible, and the passages'
+/// effective states.
+type Bitmaps = (RoaringBitmap, RoaringBitmap, HashMap<u32, Visibility>);
+
+fn build_bitmap(snap: &Snapshot, store: &VisibilityStore) -> Result<Bitmaps> {
     let mut states: HashMap<u32, Visibility> = HashMap::new();
+    let mut hidden_documents = RoaringBitmap::new();
     for flag in store.list()? {
+        if flag.target == Target::Document
+            && let Some(d) = snap.document_index(&flag.key)
+        {
+            hidden_documents.insert(d);
+        }
         let rows: Vec<u32> = match flag.target {
             Target::Passage => snap.passage_index(&flag.key).into_iter().collect(),
             Target::Document => snap
@@ -445,5 +550,5 @@ fn build_bitmap(
     }
     states.retain(|_, s| *s != Visibility::Visible);
     let hidden = states.keys().copied().collect();
-    Ok((hidden, states))
+    Ok((hidden, hidden_documents, states))
 }

@@ -18,10 +18,12 @@ pub mod format;
 pub mod query;
 pub mod snapshot;
 pub mod store;
+pub mod text;
 mod view;
 pub mod visibility;
 
 pub use engine::{Engine, EngineConfig, QueryInput, ThemeRequest};
 pub use error::{EngineError, Result};
 pub use query::Scope;
+pub use query::concept::{ConceptRequest, ConceptSelector, Direction};
 pub use view::View;

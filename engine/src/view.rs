@@ -14,6 +14,7 @@ use crate::visibility::Visibility;
 pub struct View {
     pub(crate) snapshot: Option<Arc<Snapshot>>,
     pub(crate) hidden: Arc<RoaringBitmap>,
+    pub(crate) hidden_documents: Arc<RoaringBitmap>,
     pub(crate) states: Arc<HashMap<u32, Visibility>>,
 }
 
@@ -26,6 +27,11 @@ impl View {
     /// Whether passage row `p` is hidden, deleted or superseded.
     pub fn is_hidden(&self, p: u32) -> bool {
         self.hidden.contains(p)
+    }
+
+    /// Documents (rows) whose own flag is hidden, deleted or superseded.
+    pub fn hidden_documents(&self) -> &RoaringBitmap {
+        &self.hidden_documents
     }
 
     /// Effective visibility of passage row `p`.

@@ -17,11 +17,11 @@ use crate::graph::Graph;
 use crate::graph::builder::{Mention, cooccurrence};
 use crate::ingest::read_jsonl;
 use crate::leiden::{LeidenConfig, hierarchical_leiden};
-use crate::link::{LinkConfig, Linker, load_vocabulary};
+use crate::link::{DocumentConcepts, DocumentLinker, LinkConfig, TermIndex, load_vocabulary};
 use crate::publish::{RunTables, publish};
 use crate::report::{Adjacency, PassageRef, ReportWriter, community_context};
 
-/// Reports per embedding call: enough to amortize a transformer batch, small enough that both
+/// Texts per embedding call: enough to amortize a transformer batch, small enough that both
 /// cores get work on a few hundred reports.
 pub const EMBED_CHUNK_TEXTS: usize = 32;
 
@@ -229,52 +229,62 @@ fn run_in_pool(cfg: &RunConfig) -> Result<RunSummary> {
             c.dropped_edge.1
         );
     }
-    let linker = Linker::new(&vocab, &cfg.link)?;
-    let found: Vec<Vec<(u32, u32)>> = passage_refs
+    // Whole documents (title + passages that are not deleted or superseded), in parallel.
+    let linker = DocumentLinker::new(&vocab, &cfg.link)?;
+    let mut first_passage = Vec::with_capacity(corpus.documents.len());
+    let mut next = 0usize;
+    for doc in &corpus.documents {
+        first_passage.push(next);
+        next += doc.passages.len();
+    }
+    let linked: Vec<Option<(Vec<usize>, DocumentConcepts)>> = corpus
+        .documents
         .par_iter()
-        .map(|p| {
-            let r = linker.concepts_in(p.text);
-            bar.inc(1);
-            r
+        .zip(first_passage.par_iter())
+        .map(|(doc, &first)| {
+            let kept: Vec<usize> = (first..first + doc.passages.len())
+                .filter(|&p| !passage_excluded[p])
+                .collect();
+            bar.inc(doc.passages.len() as u64);
+            if kept.is_empty() {
+                return None;
+            }
+            let texts: Vec<&str> = kept.iter().map(|&p| passage_refs[p].text).collect();
+            Some((kept, linker.link_document(&doc.title, &texts)))
         })
         .collect();
     let mut mentions = Vec::new();
     let mut occurrences: HashMap<(u32, u32), u32> = HashMap::new();
     let mut document_linked = vec![false; corpus.documents.len()];
     let mut document_concepts: Vec<(&'static str, u32, u32)> = Vec::new();
-    for (p, concepts) in found.iter().enumerate() {
-        let doc = passage_refs[p].document;
-        if passage_excluded[p] {
+    for (d, found) in linked.iter().enumerate() {
+        let Some((kept, dc)) = found else {
             continue;
+        };
+        for (&p, concepts) in kept.iter().zip(&dc.passage_mentions) {
+            for &(c, n) in concepts {
+                mentions.push(Mention {
+                    passage: p as u32,
+                    concept: c,
+                });
+                occurrences.insert((p as u32, c), n);
+            }
         }
-        for &(c, n) in concepts {
-            mentions.push(Mention {
-                passage: p as u32,
-                concept: c,
-            });
-            occurrences.insert((p as u32, c), n);
-            document_linked[doc as usize] = true;
-            document_concepts.push((NODE_FIELD_CONCEPT, doc, c));
+        for x in &dc.concepts {
+            document_concepts.push((NODE_FIELD_CONCEPT, d as u32, x.concept));
         }
+        document_linked[d] = !dc.concepts.is_empty();
     }
     // The input's own headings, resolved by preferred term or synonym (case-folded).
-    let mut term_index: HashMap<String, u32> = HashMap::new();
-    for (i, c) in vocab.concepts.iter().enumerate() {
-        for s in &c.synonyms {
-            term_index.entry(s.to_lowercase()).or_insert(i as u32);
-        }
-    }
-    for (i, c) in vocab.concepts.iter().enumerate() {
-        term_index.insert(c.preferred_term.to_lowercase(), i as u32);
-    }
+    let term_index = TermIndex::new(&vocab);
     let mut unresolved_headings = 0usize;
     for (d, doc) in corpus.documents.iter().enumerate() {
         if excluded_documents.contains(&doc.key) {
             continue;
         }
         for h in &doc.headings {
-            match term_index.get(&h.to_lowercase()) {
-                Some(&c) => document_concepts.push((NODE_FIELD_MESH, d as u32, c)),
+            match term_index.get(h) {
+                Some(c) => document_concepts.push((NODE_FIELD_MESH, d as u32, c)),
                 None => unresolved_headings += 1,
             }
         }
@@ -388,41 +398,35 @@ fn run_in_pool(cfg: &RunConfig) -> Result<RunSummary> {
         .collect::<Result<Vec<_>>>()?;
     phases.finish("report", bar, t, format!("{} reports", reports.len()));
 
-    // 6. Embed. Reports of similar length share a chunk (a transformer pads a batch to its
-    // longest text), chunks run in parallel on the pool, vectors go back in report order.
-    let (bar, t) = phases.start("embed", Some(reports.len() as u64));
-    let mut order: Vec<usize> = (0..reports.len()).collect();
-    order.sort_by_key(|&i| std::cmp::Reverse(reports[i].full_content.len()));
-    let sorted: Vec<&str> = order
-        .iter()
-        .map(|&i| reports[i].full_content.as_str())
-        .collect();
-    let chunks: Vec<Vec<Vec<f32>>> = sorted
-        .par_chunks(EMBED_CHUNK_TEXTS)
-        .map(|chunk| {
-            let v = cfg.embedder.embed_batch(chunk);
-            bar.inc(chunk.len() as u64);
-            v
-        })
-        .collect::<agrag_engine::Result<Vec<_>>>()?;
-    let mut embeddings: Vec<Vec<f32>> = vec![Vec::new(); reports.len()];
-    let mut returned = 0usize;
-    for (&i, v) in order.iter().zip(chunks.into_iter().flatten()) {
-        embeddings[i] = v;
-        returned += 1;
-    }
-    if returned != reports.len() {
-        return Err(PipelineError::Internal(format!(
-            "the embedder returned {returned} vectors for {} reports",
-            reports.len()
-        )));
-    }
+    // 6. Embed the reports (theme search), then the documents (`find_by_meaning`'s ranking by
+    // query), each batched and parallel (see `embed_texts`).
     let identity = cfg.embedder.identity().clone();
+    let (bar, t) = phases.start("embed", Some(reports.len() as u64));
+    let report_texts: Vec<&str> = reports.iter().map(|r| r.full_content.as_str()).collect();
+    let embeddings = embed_texts(cfg.embedder.as_ref(), &report_texts, "reports", &bar)?;
     phases.finish(
         "embed",
         bar,
         t,
-        format!("{} vectors by {}", embeddings.len(), identity.model),
+        format!("{} report vectors by {}", embeddings.len(), identity.model),
+    );
+    let doc_texts: Vec<String> = corpus
+        .documents
+        .iter()
+        .map(|d| format!("{}\n{}", d.title, d.passages.join("\n")))
+        .collect();
+    let (bar, t) = phases.start("embed_documents", Some(doc_texts.len() as u64));
+    let doc_refs: Vec<&str> = doc_texts.iter().map(String::as_str).collect();
+    let document_embeddings = embed_texts(cfg.embedder.as_ref(), &doc_refs, "documents", &bar)?;
+    phases.finish(
+        "embed_documents",
+        bar,
+        t,
+        format!(
+            "{} document vectors by {}",
+            document_embeddings.len(),
+            identity.model
+        ),
     );
 
     // 7. Publish.
@@ -494,6 +498,7 @@ fn run_in_pool(cfg: &RunConfig) -> Result<RunSummary> {
         hierarchy: &hierarchy,
         reports: &reports,
         embeddings: &embeddings,
+        document_embeddings: &document_embeddings,
         embedder: identity,
     };
     publish(
@@ -507,4 +512,46 @@ fn run_in_pool(cfg: &RunConfig) -> Result<RunSummary> {
     phases.finish("publish", bar, t, format!("run {run_id} published"));
     summary.seconds = phases.seconds;
     Ok(summary)
+}
+
+/// Embeds `texts` with `embedder`, one vector per text in input order.
+///
+/// Texts of similar length share a batch (a transformer pads a batch to its longest text):
+/// they are sorted longest first, cut into batches of [`EMBED_CHUNK_TEXTS`], the batches run in
+/// parallel on the current Rayon pool, and the vectors go back to input order. `what` names the
+/// texts in errors.
+///
+/// # Errors
+/// The embedder's error; [`PipelineError::Internal`] when it returns another number of vectors
+/// than it was given texts.
+fn embed_texts(
+    embedder: &dyn agrag_engine::embed::Embedder,
+    texts: &[&str],
+    what: &str,
+    bar: &ProgressBar,
+) -> Result<Vec<Vec<f32>>> {
+    let mut order: Vec<usize> = (0..texts.len()).collect();
+    order.sort_by_key(|&i| std::cmp::Reverse(texts[i].len()));
+    let sorted: Vec<&str> = order.iter().map(|&i| texts[i]).collect();
+    let chunks: Vec<Vec<Vec<f32>>> = sorted
+        .par_chunks(EMBED_CHUNK_TEXTS)
+        .map(|chunk| {
+            let v = embedder.embed_batch(chunk);
+            bar.inc(chunk.len() as u64);
+            v
+        })
+        .collect::<agrag_engine::Result<Vec<_>>>()?;
+    let mut vectors: Vec<Vec<f32>> = vec![Vec::new(); texts.len()];
+    let mut returned = 0usize;
+    for (&i, v) in order.iter().zip(chunks.into_iter().flatten()) {
+        vectors[i] = v;
+        returned += 1;
+    }
+    if returned != texts.len() {
+        return Err(PipelineError::Internal(format!(
+            "the embedder returned {returned} vectors for {} {what}",
+            texts.len()
+        )));
+    }
+    Ok(vectors)
 }

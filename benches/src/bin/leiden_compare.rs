@@ -59,6 +59,12 @@ fn workspace() -> PathBuf {
 
 /// `--child IMPL --edges FILE --out FILE --threads N`: one measurement, one JSON line.
 fn child(args: &[String]) -> i32 {
+    if std::env::var_os("RUST_LOG").is_some() {
+        tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+            .with_writer(std::io::stderr)
+            .init();
+    }
     let which = args.first().cloned().unwrap_or_default();
     let edges = PathBuf::from(arg(args, "--edges").unwrap_or_default());
     let out = PathBuf::from(arg(args, "--out").unwrap_or_default());

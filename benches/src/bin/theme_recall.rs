@@ -10,7 +10,7 @@
 //!
 //! Embedders: `minilm` (all-MiniLM-L6-v2, long texts as the mean of 254-word-piece windows,
 //! the default), `minilm-truncate` (long texts truncated at 256 word pieces, as
-//! sentence-transformers does) and `hash` (the built-in `agrag-hash-v1`).
+//! sentence-transformers does) and `hash` (the built-in `agrag-hash-v2`).
 //!
 //! For each embedder: the pipeline runs on the shipped PubMedQA corpus (900 documents, MeSH)
 //! into a temporary root; then, for each document, its `title` (a PubMedQA question) is asked

@@ -9,7 +9,10 @@ use agrag_engine::format::{Layout, Manifest, Verify, verify_run};
 use agrag_engine::query::evidence::{Evidence, EvidenceStatus};
 use agrag_engine::query::theme::ThemeAnswer;
 use agrag_engine::visibility::{Target, Visibility};
-use agrag_engine::{Engine, EngineConfig, EngineError, QueryInput, Scope, ThemeRequest};
+use agrag_engine::{
+    ConceptRequest, ConceptSelector, Direction, Engine, EngineConfig, EngineError, QueryInput,
+    Scope, ThemeRequest,
+};
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
 
@@ -57,6 +60,56 @@ enum Command {
         json: bool,
         /// The question
         question: String,
+    },
+    /// Every document about a concept, expanded along the vocabulary hierarchy.
+    Concepts {
+        #[command(flatten)]
+        root: RootArg,
+        /// A term (preferred term or synonym)
+        #[arg(long, conflicts_with = "concept", required_unless_present = "concept")]
+        term: Option<String>,
+        /// A concept id (e.g. D009203)
+        #[arg(long)]
+        concept: Option<String>,
+        /// Text that ranks the matches (BM25); it never narrows
+        #[arg(long)]
+        query: Option<String>,
+        /// Keyword clause (BM25 hits), combined with the concept filter
+        #[arg(long)]
+        keyword: Option<String>,
+        /// Vector clause: text whose nearest documents (by the run's embedder) are hits
+        #[arg(long)]
+        vector: Option<String>,
+        /// How many nearest documents the vector clause hits
+        #[arg(long, default_value_t = 100)]
+        vector_k: usize,
+        /// How clauses combine: bool (intersect), rrf or weighted (hybrid)
+        #[arg(long, default_value = "bool")]
+        combine: String,
+        /// Weight of the keyword clause in a weighted hybrid, in [0, 1]
+        #[arg(long, default_value_t = 0.5)]
+        keyword_weight: f32,
+        /// Most documents listed (the count covers all)
+        #[arg(long, default_value_t = 10, allow_negative_numbers = true)]
+        sample: i64,
+        /// up: broader concepts are included; down: narrower ones
+        #[arg(long, default_value = "up")]
+        direction: String,
+        /// Most hops of expansion
+        #[arg(long)]
+        depth: Option<usize>,
+        /// Node field: concept (linked) or mesh (the input's headings)
+        #[arg(long, default_value = "concept")]
+        node_field: String,
+        /// Relation to expand along
+        #[arg(long, default_value = "subclass_of")]
+        relation: String,
+        /// Only these document keys (comma-separated)
+        #[arg(long, value_delimiter = ',')]
+        scope: Option<Vec<String>>,
+        /// Print JSON
+        #[arg(long)]
+        json: bool,
     },
     /// The text and location behind evidence ids.
     Evidence {
@@ -297,6 +350,105 @@ fn run(cli: Cli) -> CmdResult {
                 if let Some(r) = engine.not_ready_reason() {
                     println!("not ready: {r}");
                 }
+            }
+            Ok(())
+        }
+        Command::Concepts {
+            root,
+            term,
+            concept,
+            query,
+            keyword,
+            vector,
+            vector_k,
+            combine,
+            keyword_weight,
+            sample,
+            direction,
+            depth,
+            node_field,
+            relation,
+            scope,
+            json,
+        } => {
+            use agrag_engine::query::concept::{Combine, Fusion, VectorClause};
+            let sample = to_count("sample", sample)?;
+            let direction = match direction.as_str() {
+                "up" | "forward" => Direction::Forward,
+                "down" | "reverse" => Direction::Reverse,
+                other => {
+                    return Err(usage(EngineError::InvalidArgument {
+                        field: "direction",
+                        value: other.to_owned(),
+                        expected: "up or down",
+                    }));
+                }
+            };
+            let combine = match combine.as_str() {
+                "bool" => Combine::Bool,
+                "rrf" => Combine::Hybrid(Fusion::Rrf { k: 60.0 }),
+                "weighted" => Combine::Hybrid(Fusion::WeightedSum { keyword_weight }),
+                other => {
+                    return Err(usage(EngineError::InvalidArgument {
+                        field: "combine",
+                        value: other.to_owned(),
+                        expected: "bool, rrf or weighted",
+                    }));
+                }
+            };
+            let selector = match (term, concept) {
+                (Some(t), _) => ConceptSelector::Term(t),
+                (None, Some(c)) => ConceptSelector::Concept(c),
+                (None, None) => unreachable!("clap requires one of --term and --concept"),
+            };
+            let mut req = ConceptRequest::new(selector);
+            req.node_field = node_field;
+            req.relation = relation;
+            req.direction = direction;
+            req.depth = depth;
+            req.query = query;
+            req.keyword = keyword;
+            req.vector = vector.map(|v| VectorClause {
+                input: QueryInput::Text(v),
+                k: vector_k,
+            });
+            req.combine = combine;
+            req.sample = sample;
+            req.scope = scope.map_or(Scope::All, |keys| {
+                Scope::Documents(
+                    keys.into_iter()
+                        .map(|k| k.trim().to_owned())
+                        .filter(|k| !k.is_empty())
+                        .collect(),
+                )
+            });
+            let engine = Engine::open(root.path(), EngineConfig::default()).map_err(work)?;
+            let answer = engine
+                .find_by_meaning(&req)
+                .map_err(|e| (engine_code(&e), e.into()))?;
+            if json {
+                return json_out(&answer);
+            }
+            println!(
+                "status: {}",
+                serde_json::to_value(answer.status)
+                    .map_err(work)?
+                    .as_str()
+                    .unwrap_or("?")
+            );
+            println!("{}", answer.text);
+            for f in &answer.failures {
+                println!("failure [{}]: {}", f.leg, f.message);
+            }
+            for (i, h) in answer.sample.iter().enumerate() {
+                let score = h.score.map_or(String::new(), |s| format!(" [{s:.3}]"));
+                println!(
+                    "{:>3}. {}{score} {} — via {}",
+                    i + 1,
+                    h.document_key,
+                    snippet(&h.title, 100),
+                    h.matched.join(", ")
+                );
             }
             Ok(())
         }

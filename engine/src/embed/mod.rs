@@ -80,7 +80,7 @@ use crate::error::Result;
 /// What produced a vector: enough to tell whether two vectors live in the same space.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct EmbedderIdentity {
-    /// Model name, e.g. `agrag-hash-v1` or `sentence-transformers/all-MiniLM-L6-v2`.
+    /// Model name, e.g. `agrag-hash-v2` or `sentence-transformers/all-MiniLM-L6-v2`.
     pub model: String,
     /// Vector length.
     pub dim: usize,

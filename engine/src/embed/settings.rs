@@ -3,7 +3,7 @@
 //! | variable | values | default |
 //! |---|---|---|
 //! | `EMBEDDING_PROVIDER` | `minilm`, `hash`, `precomputed` | unset: MiniLM when its folder is there, else `hash` with a notice |
-//! | `EMBEDDING_MODEL` | `all-MiniLM-L6-v2` (or `sentence-transformers/all-MiniLM-L6-v2`), `agrag-hash-v1`, or the caller's model name for `precomputed` | the provider's model |
+//! | `EMBEDDING_MODEL` | `all-MiniLM-L6-v2` (or `sentence-transformers/all-MiniLM-L6-v2`), `agrag-hash-v2`, or the caller's model name for `precomputed` | the provider's model |
 //! | `EMBEDDING_MODEL_PATH` | the MiniLM model folder | `$XDG_CACHE_HOME/agrag/models/all-MiniLM-L6-v2`, else `$HOME/.cache/agrag/models/all-MiniLM-L6-v2` |
 //! | `EMBEDDING_DIM` | vector length, ≥ 1 | 384 (MiniLM allows only 384) |
 //! | `EMBEDDING_LONG_TEXTS` | `windows`, `truncate` (MiniLM: texts over 256 word pieces, see [`LongTexts`]) | `windows` |
@@ -185,7 +185,7 @@ impl EmbedderSettings {
     ///
     /// # Errors
     /// * [`EngineError::InvalidArgument`] when `EMBEDDING_MODEL` or `EMBEDDING_DIM` contradict
-    ///   the provider (MiniLM is 384-dimensional; hash is `agrag-hash-v1`; `precomputed` needs
+    ///   the provider (MiniLM is 384-dimensional; hash is `agrag-hash-v2`; `precomputed` needs
     ///   both a model name and a dimension);
     /// * for an explicit or model-named MiniLM: [`EngineError::ModelMissing`] without the
     ///   model folder, [`EngineError::Embedder`] when this build lacks the `minilm` feature or
@@ -203,7 +203,7 @@ impl EmbedderSettings {
                     return Err(EngineError::InvalidArgument {
                         field: "EMBEDDING_MODEL",
                         value: m.clone(),
-                        expected: "agrag-hash-v1 (or unset) with EMBEDDING_PROVIDER=hash",
+                        expected: "agrag-hash-v2 (or unset) with EMBEDDING_PROVIDER=hash",
                     });
                 }
                 let notice = auto.then(|| {
@@ -450,7 +450,7 @@ mod tests {
                 .unwrap()
                 .resolved_provider()
         };
-        assert_eq!(p("agrag-hash-v1"), Provider::Hash);
+        assert_eq!(p("agrag-hash-v2"), Provider::Hash);
         assert_eq!(p("all-MiniLM-L6-v2"), Provider::MiniLm);
         assert_eq!(p(MINILM_MODEL), Provider::MiniLm);
         assert_eq!(p("text-embedding-3-small"), Provider::Precomputed);

@@ -142,6 +142,41 @@ impl Layout {
     }
 }
 
+impl Layout {
+    /// Removes complete runs beyond the newest `keep`, never the run `LATEST` names. Returns
+    /// the removed run ids, oldest first. An engine that still maps a removed run keeps
+    /// answering from it (its open files and maps outlive the unlink).
+    ///
+    /// # Errors
+    /// [`EngineError::InvalidArgument`] for `keep = 0`; [`EngineError::Io`] when a folder cannot
+    /// be listed or removed (runs removed before the failure stay removed).
+    pub fn gc(&self, keep: usize) -> Result<Vec<String>> {
+        if keep == 0 {
+            return Err(EngineError::InvalidArgument {
+                field: "keep",
+                value: "0".into(),
+                expected: "an integer ≥ 1 (the run LATEST names is always kept)",
+            });
+        }
+        let latest = self.read_latest()?;
+        let runs = self.list_runs()?;
+        let cut = runs.len().saturating_sub(keep);
+        let mut removed = Vec::new();
+        for id in &runs[..cut] {
+            if latest.as_deref() == Some(id.as_str()) {
+                continue;
+            }
+            let dir = self.run_dir(id);
+            fs::remove_dir_all(&dir).map_err(|e| EngineError::io(&dir, e))?;
+            removed.push(id.clone());
+        }
+        if !removed.is_empty() {
+            sync_dir(&self.runs_dir())?;
+        }
+        Ok(removed)
+    }
+}
+
 /// Whether `s` has the shape of a run id (a UUID string: 36 chars of hex and hyphens).
 pub fn is_valid_run_id(s: &str) -> bool {
     uuid::Uuid::try_parse(s).is_ok() && s.len() == 36
@@ -160,4 +195,35 @@ pub fn sync_dir(dir: &Path) -> Result<()> {
     File::open(dir)
         .and_then(|d| d.sync_all())
         .map_err(|e| EngineError::io(dir, e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gc_keeps_the_newest_and_latest() {
+        let dir = tempfile::tempdir().unwrap();
+        let layout = Layout::new(dir.path());
+        let ids: Vec<String> = (0..4)
+            .map(|_| {
+                let id = new_run_id();
+                fs::create_dir_all(layout.run_dir(&id)).unwrap();
+                std::thread::sleep(std::time::Duration::from_millis(2));
+                id
+            })
+            .collect();
+        layout.write_latest(&ids[0]).unwrap();
+        assert!(layout.gc(0).is_err());
+        let removed = layout.gc(2).unwrap();
+        assert_eq!(removed, vec![ids[1].clone()]);
+        assert_eq!(
+            layout.list_runs().unwrap(),
+            vec![ids[0].clone(), ids[2].clone(), ids[3].clone()]
+        );
+        assert_eq!(
+            layout.read_latest().unwrap().as_deref(),
+            Some(ids[0].as_str())
+        );
+    }
 }

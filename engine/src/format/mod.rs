@@ -13,12 +13,14 @@ pub mod layout;
 pub mod manifest;
 pub mod reader;
 pub mod schema;
+pub mod tables;
 pub mod writer;
 
 use std::path::Path;
 
 pub use layout::{Layout, new_run_id};
 pub use manifest::{FileEntry, Manifest};
+pub use tables::{RunData, write_run};
 pub use writer::RunWriter;
 
 use crate::error::{EngineError, Result};

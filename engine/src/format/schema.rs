@@ -323,3 +323,30 @@ pub mod report_embeddings {
         ]))
     }
 }
+
+/// `document_embeddings.parquet` (and `document_embeddings.arrow`, mapped by the engine): one
+/// embedding per document (title and passages, by the run's embedder), in `documents` order.
+/// Used by the vector clause of concept queries.
+pub mod document_embeddings {
+    use super::*;
+    /// Parquet file name inside the run folder.
+    pub const FILE: &str = "document_embeddings.parquet";
+    /// Arrow IPC file name inside the run folder.
+    pub const IPC_FILE: &str = "document_embeddings.arrow";
+    /// Document key (string).
+    pub const DOCUMENT_KEY: &str = "document_key";
+    /// Document embedding (fixed-size list of float32, length = the embedder's dim).
+    pub const EMBEDDING: &str = "embedding";
+    /// The table's schema for embeddings of `dim` dimensions.
+    pub fn schema(dim: usize) -> SchemaRef {
+        let dim = i32::try_from(dim).expect("embedding dimension fits in i32");
+        Arc::new(Schema::new(vec![
+            utf8(DOCUMENT_KEY),
+            Field::new(
+                EMBEDDING,
+                DataType::FixedSizeList(super::report_embeddings::item_field(), dim),
+                false,
+            ),
+        ]))
+    }
+}

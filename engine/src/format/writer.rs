@@ -193,6 +193,50 @@ impl RunWriter {
         self.close_file(name, &path, out, batch.num_rows())
     }
 
+    /// The staging folder (for writers of other formats, such as the text index).
+    pub fn staging_dir(&self) -> &Path {
+        &self.staging
+    }
+
+    /// Lists every file under `staging/<rel>` (written by another library) in the manifest
+    /// with its size and checksum, after syncing it.
+    ///
+    /// # Errors
+    /// [`EngineError::Io`] when a file cannot be read or synced.
+    pub fn register_dir(&mut self, rel: &str) -> Result<()> {
+        let dir = self.staging.join(rel);
+        let mut names: Vec<String> = Vec::new();
+        for entry in fs::read_dir(&dir).map_err(|e| EngineError::io(&dir, e))? {
+            let entry = entry.map_err(|e| EngineError::io(&dir, e))?;
+            if entry.path().is_file()
+                && let Some(n) = entry.file_name().to_str()
+            {
+                names.push(n.to_owned());
+            }
+        }
+        names.sort();
+        for n in names {
+            let path = dir.join(&n);
+            let file = File::open(&path).map_err(|e| EngineError::io(&path, e))?;
+            file.sync_all().map_err(|e| EngineError::io(&path, e))?;
+            let mut hasher = blake3::Hasher::new();
+            hasher
+                .update_reader(&file)
+                .map_err(|e| EngineError::io(&path, e))?;
+            let bytes = file
+                .metadata()
+                .map_err(|e| EngineError::io(&path, e))?
+                .len();
+            self.files.push(FileEntry {
+                name: format!("{rel}/{n}"),
+                rows: 0,
+                bytes,
+                blake3: hasher.finalize().to_hex().to_string(),
+            });
+        }
+        sync_dir(&dir)
+    }
+
     /// Writes the manifest, syncs, and renames the staging folder to `runs/<run_id>/`. The run
     /// is then complete but not yet served: call [`Layout::write_latest`] to publish it.
     ///

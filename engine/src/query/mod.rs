@@ -1,5 +1,6 @@
 //! Queries over one [`View`](crate::View): theme search and evidence lookup.
 
+pub mod concept;
 pub mod evidence;
 pub mod theme;
 

@@ -1,5 +1,7 @@
 //! An opened, validated, immutable run: the tables the queries need, in query-friendly form.
 
+pub mod concept_index;
+
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
@@ -10,8 +12,8 @@ use arrow_array::{Array, FixedSizeListArray, RecordBatch};
 use crate::error::{EngineError, Result};
 use crate::format::reader::{column_no_nulls, read_parquet};
 use crate::format::schema::{
-    communities, concept_edges, concepts, document_concepts, documents, entities, membership,
-    mentions, passages, report_embeddings,
+    communities, concept_edges, concepts, document_concepts, document_embeddings, documents,
+    entities, membership, mentions, passages, report_embeddings,
 };
 use crate::format::{Layout, Manifest, Verify, verify_run};
 use crate::store::mmap;
@@ -121,7 +123,12 @@ pub struct Snapshot {
     pub community_members: Csr,
     /// The vocabulary tables.
     pub vocabulary: VocabularyTables,
+    /// Term lookup, hierarchy and per-field postings for concept queries.
+    pub concept_index: concept_index::ConceptIndex,
+    /// The run's full-text index.
+    pub text_index: crate::text::TextIndex,
     embeddings: RecordBatch,
+    document_embeddings: RecordBatch,
     dim: usize,
 }
 
@@ -316,32 +323,20 @@ impl Snapshot {
         let community_members = Csr::from_pairs(num_communities, &pairs);
 
         // Report embeddings: mapped zero-copy from the IPC file.
-        let path = p(report_embeddings::IPC_FILE);
         let dim = manifest.embedder.dim;
-        let buffer = mmap::map_file(&path)?;
-        let batches = mmap::decode_ipc_file(&path, &buffer)?;
-        let schema = report_embeddings::schema(dim);
-        let embeddings = match batches.len() {
-            0 => RecordBatch::new_empty(schema.clone()),
-            1 => batches
-                .into_iter()
-                .next()
-                .unwrap_or_else(|| RecordBatch::new_empty(schema.clone())),
-            _ => arrow_select::concat::concat_batches(&batches[0].schema(), &batches)
-                .map_err(|e| EngineError::corrupt(&path, e.to_string()))?,
-        };
-        crate::format::reader::check_schema(&path, &embeddings.schema(), &schema)?;
-        if embeddings.num_rows() != num_communities {
-            return Err(EngineError::corrupt(
-                &path,
-                format!(
-                    "{} embeddings for {num_communities} communities",
-                    embeddings.num_rows()
-                ),
-            ));
-        }
-
+        let embeddings = map_embeddings(
+            &p(report_embeddings::IPC_FILE),
+            &report_embeddings::schema(dim),
+            num_communities,
+        )?;
+        let document_embeddings = map_embeddings(
+            &p(document_embeddings::IPC_FILE),
+            &document_embeddings::schema(dim),
+            document_keys.len(),
+        )?;
         let vocabulary = read_vocabulary(dir, run_id, &document_index)?;
+        let concept_index = concept_index::ConceptIndex::build(&vocabulary);
+        let text_index = crate::text::TextIndex::open(&p(crate::text::TEXT_INDEX_DIR))?;
         Ok(Self {
             dir: dir.to_owned(),
             manifest,
@@ -364,7 +359,10 @@ impl Snapshot {
             community_parent,
             community_members,
             vocabulary,
+            concept_index,
+            text_index,
             embeddings,
+            document_embeddings,
             dim,
         })
     }
@@ -395,6 +393,17 @@ impl Snapshot {
         list.values().as_primitive::<Float32Type>().values()
     }
 
+    /// The document-embedding matrix, row-major, `num_documents × dim`.
+    pub fn document_embedding_matrix(&self) -> &[f32] {
+        let list: &FixedSizeListArray = self.document_embeddings.column(1).as_fixed_size_list();
+        list.values().as_primitive::<Float32Type>().values()
+    }
+
+    /// Number of documents.
+    pub fn num_documents(&self) -> usize {
+        self.document_keys.len()
+    }
+
     /// Index of document `key`.
     pub fn document_index(&self, key: &str) -> Option<u32> {
         self.document_index.get(key).copied()
@@ -404,6 +413,36 @@ impl Snapshot {
     pub fn passage_index(&self, id: &str) -> Option<u32> {
         self.passage_index.get(id).copied()
     }
+}
+
+/// Maps an embedding IPC file and checks its schema and row count.
+fn map_embeddings(
+    path: &Path,
+    schema: &arrow_schema::SchemaRef,
+    rows: usize,
+) -> Result<RecordBatch> {
+    let buffer = mmap::map_file(path)?;
+    let batches = mmap::decode_ipc_file(path, &buffer)?;
+    let batch = match batches.len() {
+        0 => RecordBatch::new_empty(schema.clone()),
+        1 => batches
+            .into_iter()
+            .next()
+            .unwrap_or_else(|| RecordBatch::new_empty(schema.clone())),
+        _ => arrow_select::concat::concat_batches(&batches[0].schema(), &batches)
+            .map_err(|e| EngineError::corrupt(path, e.to_string()))?,
+    };
+    crate::format::reader::check_schema(path, &batch.schema(), schema)?;
+    if batch.num_rows() != rows {
+        return Err(EngineError::corrupt(
+            path,
+            format!("{} embeddings for {rows} rows", batch.num_rows()),
+        ));
+    }
+    if batch.column(1).null_count() > 0 {
+        return Err(EngineError::corrupt(path, "embedding column holds nulls"));
+    }
+    Ok(batch)
 }
 
 fn unique_index(keys: &[String], path: &Path, column: &str) -> Result<HashMap<String, u32>> {

@@ -35,6 +35,15 @@ enum Command {
     /// Community detection on a graph you bring: a `u<TAB>v[<TAB>w]` edge list (optionally
     /// gzipped, `#` comments). Prints statistics per level; writes membership Parquet on request.
     DetectGraph(DetectArgs),
+    /// Remove old runs: keep the newest N and always the run LATEST names.
+    Gc {
+        /// Snapshot root [default: $AGRAG_ROOT, else ./.agrag]
+        #[arg(long, env = "AGRAG_ROOT")]
+        root: Option<PathBuf>,
+        /// How many of the newest runs to keep (≥ 1)
+        #[arg(long)]
+        keep: usize,
+    },
 }
 
 #[derive(Args)]
@@ -42,30 +51,8 @@ struct DetectArgs {
     /// Edge list file (.tsv or .tsv.gz)
     #[arg(long)]
     edges: PathBuf,
-    /// Quality function
-    #[arg(long, value_enum, default_value = "modularity")]
-    objective: ObjectiveArg,
-    /// Detection algorithm
-    #[arg(long, value_enum, default_value = "leiden")]
-    algorithm: AlgorithmArg,
-    /// Resolution γ (> 0)
-    #[arg(long, allow_negative_numbers = true)]
-    resolution: Option<f64>,
-    /// Randomness θ of Leiden's refinement (> 0)
-    #[arg(long, allow_negative_numbers = true)]
-    randomness: Option<f64>,
-    /// Random seed
-    #[arg(long)]
-    seed: Option<u64>,
-    /// Worker threads (results do not depend on it)
-    #[arg(long)]
-    threads: Option<usize>,
-    /// Communities larger than this are split into a deeper level
-    #[arg(long)]
-    max_cluster_size: Option<usize>,
-    /// Most levels of the hierarchy
-    #[arg(long)]
-    max_levels: Option<usize>,
+    #[command(flatten)]
+    detection: DetectionArgs,
     /// Write the membership table to this Parquet file
     #[arg(long)]
     membership_out: Option<PathBuf>,
@@ -86,17 +73,9 @@ enum AlgorithmArg {
     Louvain,
 }
 
+/// Detection parameters shared by `run` and `detect-graph`.
 #[derive(Args)]
-struct RunArgs {
-    /// Snapshot root [default: $AGRAG_ROOT, else ./.agrag]
-    #[arg(long, env = "AGRAG_ROOT")]
-    root: Option<PathBuf>,
-    /// Documents, JSON Lines [default: the shipped PubMedQA corpus]
-    #[arg(long)]
-    documents: Option<PathBuf>,
-    /// Vocabulary folder with concepts.tsv and broader.tsv [default: the shipped MeSH]
-    #[arg(long)]
-    vocabulary: Option<PathBuf>,
+struct DetectionArgs {
     /// Random seed of detection
     #[arg(long)]
     seed: Option<u64>,
@@ -112,9 +91,53 @@ struct RunArgs {
     /// Resolution γ (> 0)
     #[arg(long, allow_negative_numbers = true)]
     resolution: Option<f64>,
+    /// Randomness θ of Leiden's refinement (> 0)
+    #[arg(long, allow_negative_numbers = true)]
+    randomness: Option<f64>,
     /// Communities larger than this are split into a deeper level
     #[arg(long)]
     max_cluster_size: Option<usize>,
+    /// Most levels of the hierarchy
+    #[arg(long)]
+    max_levels: Option<usize>,
+}
+
+impl DetectionArgs {
+    /// The defaults of [`LeidenConfig`] with what the user set.
+    fn leiden(&self) -> LeidenConfig {
+        let d = LeidenConfig::default();
+        LeidenConfig {
+            objective: match self.objective {
+                ObjectiveArg::Modularity => Objective::Modularity,
+                ObjectiveArg::Cpm => Objective::Cpm,
+            },
+            algorithm: match self.algorithm {
+                AlgorithmArg::Leiden => Algorithm::Leiden,
+                AlgorithmArg::Louvain => Algorithm::Louvain,
+            },
+            seed: self.seed.unwrap_or(d.seed),
+            resolution: self.resolution.unwrap_or(d.resolution),
+            randomness: self.randomness.unwrap_or(d.randomness),
+            max_cluster_size: self.max_cluster_size.unwrap_or(d.max_cluster_size),
+            max_levels: self.max_levels.unwrap_or(d.max_levels),
+            ..d
+        }
+    }
+}
+
+#[derive(Args)]
+struct RunArgs {
+    /// Snapshot root [default: $AGRAG_ROOT, else ./.agrag]
+    #[arg(long, env = "AGRAG_ROOT")]
+    root: Option<PathBuf>,
+    /// Documents, JSON Lines [default: the shipped PubMedQA corpus]
+    #[arg(long)]
+    documents: Option<PathBuf>,
+    /// Vocabulary folder with concepts.tsv and broader.tsv [default: the shipped MeSH]
+    #[arg(long)]
+    vocabulary: Option<PathBuf>,
+    #[command(flatten)]
+    detection: DetectionArgs,
     /// Print the summary as JSON
     #[arg(long)]
     json: bool,
@@ -180,24 +203,7 @@ fn print_summary(s: &RunSummary) {
 }
 
 fn run_cmd(a: RunArgs) -> Result<(), (u8, anyhow::Error)> {
-    let mut leiden = LeidenConfig::default();
-    if let Some(s) = a.seed {
-        leiden.seed = s;
-    }
-    if let Some(r) = a.resolution {
-        leiden.resolution = r;
-    }
-    if let Some(m) = a.max_cluster_size {
-        leiden.max_cluster_size = m;
-    }
-    leiden.objective = match a.objective {
-        ObjectiveArg::Modularity => Objective::Modularity,
-        ObjectiveArg::Cpm => Objective::Cpm,
-    };
-    leiden.algorithm = match a.algorithm {
-        AlgorithmArg::Leiden => Algorithm::Leiden,
-        AlgorithmArg::Louvain => Algorithm::Louvain,
-    };
+    let leiden = a.detection.leiden();
     // EMBEDDING_*: MiniLM when its folder is there (or as told), else the built-in embedder
     // with a one-line notice.
     let settings = EmbedderSettings::from_env()
@@ -224,7 +230,7 @@ fn run_cmd(a: RunArgs) -> Result<(), (u8, anyhow::Error)> {
             .documents
             .unwrap_or_else(|| shipped("pubmedqa/documents.jsonl")),
         vocabulary: a.vocabulary.unwrap_or_else(|| shipped("mesh")),
-        threads: a.threads,
+        threads: a.detection.threads,
         link: LinkConfig::default(),
         leiden,
         embedder: choice.embedder,
@@ -250,36 +256,11 @@ fn run_cmd(a: RunArgs) -> Result<(), (u8, anyhow::Error)> {
 }
 
 fn detect_cmd(a: DetectArgs) -> Result<(), (u8, anyhow::Error)> {
-    let mut leiden = LeidenConfig {
-        objective: match a.objective {
-            ObjectiveArg::Modularity => Objective::Modularity,
-            ObjectiveArg::Cpm => Objective::Cpm,
-        },
-        algorithm: match a.algorithm {
-            AlgorithmArg::Leiden => Algorithm::Leiden,
-            AlgorithmArg::Louvain => Algorithm::Louvain,
-        },
-        ..LeidenConfig::default()
-    };
-    if let Some(r) = a.resolution {
-        leiden.resolution = r;
-    }
-    if let Some(r) = a.randomness {
-        leiden.randomness = r;
-    }
-    if let Some(s) = a.seed {
-        leiden.seed = s;
-    }
-    if let Some(m) = a.max_cluster_size {
-        leiden.max_cluster_size = m;
-    }
-    if let Some(m) = a.max_levels {
-        leiden.max_levels = m;
-    }
+    let leiden = a.detection.leiden();
     let cfg = DetectGraphConfig {
         edges: a.edges,
         leiden,
-        threads: a.threads,
+        threads: a.detection.threads,
         membership_out: a.membership_out,
     };
     let report = detect_graph(&cfg).map_err(|e| {
@@ -308,6 +289,30 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Run(a) => run_cmd(a),
         Command::DetectGraph(a) => detect_cmd(a),
+        Command::Gc { root, keep } => {
+            let layout = agrag_engine::format::Layout::new(root.unwrap_or_else(default_root));
+            match layout.gc(keep) {
+                Ok(removed) => {
+                    for id in &removed {
+                        println!("removed run {id}");
+                    }
+                    println!(
+                        "{} runs removed, {} kept",
+                        removed.len(),
+                        layout.list_runs().map_or(0, |r| r.len())
+                    );
+                    Ok(())
+                }
+                Err(e) => {
+                    let code = if matches!(e, agrag_engine::EngineError::InvalidArgument { .. }) {
+                        2
+                    } else {
+                        1
+                    };
+                    Err((code, anyhow::Error::new(e).context("gc failed")))
+                }
+            }
+        }
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -113,8 +113,10 @@ impl Graph {
         Ok(builder.finish())
     }
 
-    /// Builds a graph from already validated parts; rows must be sorted, duplicate-free, without
-    /// self-loops, symmetric, and weights finite and `> 0`. Degrees and totals are derived.
+    /// Builds a graph from already validated parts; rows must be duplicate-free, without
+    /// self-loops, symmetric, and weights finite and `> 0`. Rows should be sorted: only the
+    /// internal aggregate graphs of the optimiser, which are never handed out, leave them unsorted.
+    /// Degrees and totals are derived.
     pub(crate) fn from_csr_parts(
         offsets: Vec<usize>,
         targets: Vec<u32>,
@@ -178,6 +180,11 @@ impl Graph {
     pub fn row(&self, u: u32) -> (&[u32], &[f64]) {
         let (start, end) = (self.offsets[u as usize], self.offsets[u as usize + 1]);
         (&self.targets[start..end], &self.weights[start..end])
+    }
+
+    /// Number of stored half-edges (`2·|E|` minus self-loops): the length of all rows together.
+    pub fn num_half_edges(&self) -> usize {
+        self.targets.len()
     }
 
     /// Number of neighbors of `u` other than `u` itself.

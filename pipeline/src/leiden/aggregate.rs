@@ -1,28 +1,13 @@
 //! Aggregation (Traag, Waltman & van Eck 2019, Algorithm A.2 `AggregateGraph`): one node per
 //! (refined) community, edge weights summed, internal weight kept as a self-loop.
 
-use std::cell::RefCell;
-
 use rayon::prelude::*;
 
-use super::local_moving::Accumulator;
+use super::local_moving::with_accumulator;
 use crate::graph::Graph;
 
 /// Aggregate nodes per parallel task.
 const NODES_PER_TASK: usize = 512;
-
-thread_local! {
-    static ACC: RefCell<Accumulator> = RefCell::new(Accumulator::default());
-}
-
-/// The aggregate rows of a run of consecutive communities.
-struct Chunk {
-    /// Row length of each community.
-    lens: Vec<usize>,
-    targets: Vec<u32>,
-    weights: Vec<f64>,
-    self_loops: Vec<f64>,
-}
 
 /// Groups nodes by `labels` (dense `0..k`): returns `offsets` (`k + 1`) and the nodes of each label
 /// in ascending order (`members[offsets[c]..offsets[c + 1]]`). Counting sort, **O(n + k)**.
@@ -62,70 +47,104 @@ pub(crate) fn renumber(labels: &mut [u32]) -> usize {
 /// The graph of the communities `labels` (dense `0..k`) of `graph`: node `c` stands for the nodes
 /// labelled `c`, the weight between two communities is the sum of the weights between them, and
 /// the self-loop of `c` is its internal weight (each edge once, self-loops included). Weighted
-/// degrees and the total weight are preserved.
+/// degrees and the total weight are preserved. Rows are in order of first appearance, not sorted.
 ///
-/// Parallel over communities; weights are summed in a fixed order (members ascending, rows in CSR
-/// order), so the result does not depend on the thread count.
+/// Parallel over blocks of communities; weights are summed in a fixed order (members ascending,
+/// rows in CSR order), so the result does not depend on the thread count.
+///
+/// Memory: the rows are written in place into arrays sized by an upper bound (the members' row
+/// lengths), then compacted; pages past the compacted length are never touched or are released,
+/// so the resident cost is about the size of the result.
 pub(crate) fn aggregate(graph: &Graph, labels: &[u32], k: usize) -> Graph {
     let (offsets, members) = group_by_label(labels, k);
-    let parts: Vec<Chunk> = (0..k)
+    let num_blocks = k.div_ceil(NODES_PER_TASK);
+    let block_range = |b: usize| (b * NODES_PER_TASK, ((b + 1) * NODES_PER_TASK).min(k));
+    // Upper bound of each block's entries: the row lengths of its members.
+    let bounds: Vec<usize> = (0..num_blocks)
         .into_par_iter()
-        .chunks(NODES_PER_TASK)
-        .map(|chunk| {
-            ACC.with(|cell| {
-                let acc = &mut *cell.borrow_mut();
-                acc.ensure(k);
-                let mut lens = Vec::with_capacity(chunk.len());
-                let mut targets = Vec::new();
-                let mut weights = Vec::new();
-                let mut loops = Vec::with_capacity(chunk.len());
-                for c in chunk {
-                    let mut self_loop = 0.0;
-                    let mut internal = 0.0;
-                    for &v in &members[offsets[c]..offsets[c + 1]] {
-                        self_loop += graph.self_loop_weight(v);
-                        let (ts, ws) = graph.row(v);
-                        for (&u, &w) in ts.iter().zip(ws) {
-                            let d = labels[u as usize];
-                            if d as usize == c {
-                                internal += w;
-                            } else {
-                                acc.add(d, w);
-                            }
-                        }
-                    }
-                    acc.touched.sort_unstable();
-                    lens.push(acc.touched.len());
-                    for &d in &acc.touched {
-                        targets.push(d);
-                        weights.push(acc.weights[d as usize]);
-                    }
-                    acc.clear();
-                    loops.push(self_loop + 0.5 * internal);
-                }
-                Chunk {
-                    lens,
-                    targets,
-                    weights,
-                    self_loops: loops,
-                }
-            })
+        .map(|b| {
+            let (lo, hi) = block_range(b);
+            members[offsets[lo]..offsets[hi]]
+                .iter()
+                .map(|&v| graph.degree(v))
+                .sum()
         })
         .collect();
-    let total: usize = parts.iter().map(|p| p.targets.len()).sum();
+    let total_bound: usize = bounds.iter().sum();
+    // Zeroed allocations are lazily mapped: untouched pages cost no memory.
+    let mut targets = vec![0u32; total_bound];
+    let mut weights = vec![0.0f64; total_bound];
+    let mut lens = vec![0usize; k];
+    let mut self_loops = vec![0.0f64; k];
+    let mut jobs = Vec::with_capacity(num_blocks);
+    {
+        let (mut t_rest, mut w_rest) = (&mut targets[..], &mut weights[..]);
+        let (mut l_rest, mut s_rest) = (&mut lens[..], &mut self_loops[..]);
+        for (b, &bound) in bounds.iter().enumerate() {
+            let (lo, hi) = block_range(b);
+            let (t, tr) = t_rest.split_at_mut(bound);
+            let (w, wr) = w_rest.split_at_mut(bound);
+            let (l, lr) = l_rest.split_at_mut(hi - lo);
+            let (sl, sr) = s_rest.split_at_mut(hi - lo);
+            jobs.push((lo, t, w, l, sl));
+            (t_rest, w_rest, l_rest, s_rest) = (tr, wr, lr, sr);
+        }
+    }
+    jobs.into_par_iter().for_each(|(lo, t, w, l, sl)| {
+        with_accumulator(k, |acc| {
+            let mut write = 0;
+            for (i, (len, self_loop)) in l.iter_mut().zip(sl.iter_mut()).enumerate() {
+                let c = lo + i;
+                let mut own = 0.0;
+                let mut internal = 0.0;
+                let group = &members[offsets[c]..offsets[c + 1]];
+                acc.begin(group.iter().map(|&v| graph.degree(v)).sum());
+                for &v in group {
+                    own += graph.self_loop_weight(v);
+                    let (ts, ws) = graph.row(v);
+                    for (&u, &x) in ts.iter().zip(ws) {
+                        let d = labels[u as usize];
+                        if d as usize == c {
+                            internal += x;
+                        } else {
+                            acc.add(d, x);
+                        }
+                    }
+                }
+                *len = acc.touched.len();
+                for (j, &d) in acc.touched.iter().enumerate() {
+                    t[write] = d;
+                    w[write] = acc.value_at(j);
+                    write += 1;
+                }
+                acc.clear();
+                *self_loop = own + 0.5 * internal;
+            }
+        });
+    });
+    // Compact the blocks to the left, in place.
+    let mut write = 0;
+    let mut start = 0;
+    for (b, &bound) in bounds.iter().enumerate() {
+        let (lo, hi) = block_range(b);
+        let used: usize = lens[lo..hi].iter().sum();
+        if start != write {
+            targets.copy_within(start..start + used, write);
+            weights.copy_within(start..start + used, write);
+        }
+        write += used;
+        start += bound;
+    }
+    targets.truncate(write);
+    targets.shrink_to_fit();
+    weights.truncate(write);
+    weights.shrink_to_fit();
     let mut csr_offsets = Vec::with_capacity(k + 1);
     csr_offsets.push(0usize);
-    let mut targets = Vec::with_capacity(total);
-    let mut weights = Vec::with_capacity(total);
-    let mut self_loops = Vec::with_capacity(k);
-    for part in parts {
-        for len in part.lens {
-            let last = *csr_offsets.last().unwrap_or(&0);
-            csr_offsets.push(last + len);
-        }
-        targets.extend_from_slice(&part.targets);
-        weights.extend_from_slice(&part.weights);
-        self_loops.extend_from_slice(&part.self_loops);
+    let mut acc = 0;
+    for len in lens {
+        acc += len;
+        csr_offsets.push(acc);
     }
     Graph::from_csr_parts(csr_offsets, targets, weights, self_loops)
 }

@@ -1,5 +1,8 @@
 //! Splitting communities into their connected components.
 
+use rayon::prelude::*;
+
+use super::aggregate::{group_by_label, renumber};
 use crate::graph::Graph;
 
 /// Replaces each community of `membership` by its connected components and renumbers the result
@@ -8,32 +11,53 @@ use crate::graph::Graph;
 /// Splitting a community whose parts share no edge never lowers modularity or CPM (`γ > 0`): the
 /// penalty of the pair of parts disappears and no internal weight is lost. It is the last step of
 /// every run, so that every community is connected whatever the optimiser did (Louvain does not
-/// guarantee it; Leiden does in theory, and this makes it hold in practice, at **O(|V| + |E|)**).
+/// guarantee it; Leiden does in theory, and this makes it hold in practice, at **O(|V| + |E|)**,
+/// parallel over communities).
 pub(crate) fn split_disconnected(graph: &Graph, membership: &mut [u32]) -> usize {
     let n = graph.num_nodes();
-    let mut label = vec![u32::MAX; n];
-    let mut stack: Vec<u32> = Vec::new();
-    let mut next = 0u32;
-    for root in 0..n {
-        if label[root] != u32::MAX {
-            continue;
-        }
-        let c = membership[root];
-        label[root] = next;
-        stack.push(root as u32);
-        while let Some(v) = stack.pop() {
-            for &u in graph.row(v).0 {
-                let u = u as usize;
-                if label[u] == u32::MAX && membership[u] == c {
-                    label[u] = next;
-                    stack.push(u as u32);
+    let mut dense = membership.to_vec();
+    let k = renumber(&mut dense);
+    let (offsets, members) = group_by_label(&dense, k);
+    drop(dense);
+    let mut position = vec![0u32; n];
+    for (i, &v) in members.iter().enumerate() {
+        position[v as usize] = i as u32;
+    }
+    // Component of each grouped position, as the grouped position of its first (smallest) node.
+    let mut root = vec![u32::MAX; n];
+    let mut jobs: Vec<(usize, &mut [u32])> = Vec::with_capacity(k);
+    let mut rest = &mut root[..];
+    for c in 0..k {
+        let (head, tail) = rest.split_at_mut(offsets[c + 1] - offsets[c]);
+        jobs.push((offsets[c], head));
+        rest = tail;
+    }
+    jobs.into_par_iter().for_each(|(start, out)| {
+        let len = out.len();
+        let mut stack: Vec<u32> = Vec::new();
+        for first in 0..len {
+            if out[first] != u32::MAX {
+                continue;
+            }
+            let id = (start + first) as u32;
+            out[first] = id;
+            stack.push(first as u32);
+            while let Some(i) = stack.pop() {
+                for &u in graph.row(members[start + i as usize]).0 {
+                    let j = position[u as usize].wrapping_sub(start as u32) as usize;
+                    if j < len && out[j] == u32::MAX {
+                        out[j] = id;
+                        stack.push(j as u32);
+                    }
                 }
             }
         }
-        next += 1;
+    });
+    for (i, &v) in members.iter().enumerate() {
+        membership[v as usize] = root[i];
     }
-    membership.copy_from_slice(&label);
-    next as usize
+    // Dense, in order of smallest node (each component first appears at its smallest node).
+    renumber(membership)
 }
 
 #[cfg(test)]

@@ -38,6 +38,11 @@ struct Scratch {
     candidates: Vec<(u32, f64)>,
     /// Weight from the current node to each refined community.
     acc: Accumulator,
+    /// The community's own subgraph in local ids: row `i` is
+    /// `local_targets[local_offsets[i]..local_offsets[i + 1]]`.
+    local_offsets: Vec<usize>,
+    local_targets: Vec<u32>,
+    local_weights: Vec<f64>,
 }
 
 thread_local! {
@@ -80,10 +85,12 @@ pub(crate) fn refine(
         let mut rng = Stream::new(seed, Purpose::Refine, &[stream, &[*c as u64]].concat());
         SCRATCH.with(|cell| {
             let scratch = &mut *cell.borrow_mut();
-            refine_one(
-                level, membership, &position, *c as u32, nodes, start, randomness, &mut rng,
-                scratch, slice,
-            );
+            let group = Group {
+                position: &position,
+                nodes,
+                start,
+            };
+            refine_one(level, group, randomness, &mut rng, scratch, slice);
         });
     });
     drop(jobs);
@@ -94,21 +101,29 @@ pub(crate) fn refine(
     refined
 }
 
-/// `MergeNodesSubset` on one community `c` whose nodes are `nodes` (at positions
-/// `start..start+nodes.len()` of the grouped order).
-#[allow(clippy::too_many_arguments)]
+/// One community to refine: its nodes sit at positions `start..start + nodes.len()` of the grouped
+/// order, and `position[u]` is the grouped position of any node `u`.
+#[derive(Clone, Copy)]
+struct Group<'a> {
+    position: &'a [u32],
+    nodes: &'a [u32],
+    start: usize,
+}
+
+/// `MergeNodesSubset` on one community.
 fn refine_one(
     level: Level<'_>,
-    membership: &[u32],
-    position: &[u32],
-    c: u32,
-    nodes: &[u32],
-    start: usize,
+    group: Group<'_>,
     randomness: f64,
     rng: &mut Stream,
     s: &mut Scratch,
     out: &mut [u32],
 ) {
+    let Group {
+        position,
+        nodes,
+        start,
+    } = group;
     let len = nodes.len();
     let lambda = level.lambda;
     let weights = level.node_weights;
@@ -117,15 +132,24 @@ fn refine_one(
     s.weight.clear();
     s.external.clear();
     s.count.clear();
+    s.local_offsets.clear();
+    s.local_targets.clear();
+    s.local_weights.clear();
+    s.local_offsets.push(0);
     let mut total = 0.0;
     for (i, &v) in nodes.iter().enumerate() {
         let (ts, ws) = level.graph.row(v);
         let mut inside = 0.0;
         for (&u, &w) in ts.iter().zip(ws) {
-            if membership[u as usize] == c {
+            // `u` is in this community iff its grouped position falls in this community's range.
+            let j = position[u as usize].wrapping_sub(start as u32);
+            if (j as usize) < len {
+                s.local_targets.push(j);
+                s.local_weights.push(w);
                 inside += w;
             }
         }
+        s.local_offsets.push(s.local_targets.len());
         s.to_community.push(inside);
         s.label.push(i as u32);
         s.weight.push(weights[v as usize]);
@@ -147,13 +171,9 @@ fn refine_one(
         if s.to_community[i] < lambda * sv * (total - sv) {
             continue;
         }
-        let v = nodes[i];
-        let (ts, ws) = level.graph.row(v);
-        for (&u, &w) in ts.iter().zip(ws) {
-            if membership[u as usize] == c {
-                let j = position[u as usize] as usize - start;
-                s.acc.add(s.label[j], w);
-            }
+        let (a, b) = (s.local_offsets[i], s.local_offsets[i + 1]);
+        for (&j, &w) in s.local_targets[a..b].iter().zip(&s.local_weights[a..b]) {
+            s.acc.add(s.label[j as usize], w);
         }
         // Staying alone is a candidate of gain 0.
         s.candidates.clear();
@@ -164,7 +184,7 @@ fn refine_one(
             if d == own || s.external[d as usize] < lambda * d_weight * (total - d_weight) {
                 continue;
             }
-            let gain = s.acc.weights[d as usize] - lambda * sv * d_weight;
+            let gain = s.acc.get(d) - lambda * sv * d_weight;
             if gain >= 0.0 {
                 s.candidates.push((d, gain));
                 best = best.max(gain);
@@ -176,7 +196,9 @@ fn refine_one(
             // P(d) ∝ exp((gain − best)/θ), shifted by the best gain to avoid overflow.
             let mut sum = 0.0;
             for cand in &mut s.candidates {
-                cand.1 = ((cand.1 - best) / randomness).exp();
+                let x = (cand.1 - best) / randomness;
+                // exp underflows to 0 below about -745: skip the call.
+                cand.1 = if x < -746.0 { 0.0 } else { x.exp() };
                 sum += cand.1;
             }
             let mut r = rng.uniform() * sum;
@@ -196,7 +218,7 @@ fn refine_one(
             s.count[own as usize] = 0;
             s.count[d] += 1;
             s.weight[d] += sv;
-            s.external[d] += s.to_community[i] - 2.0 * s.acc.weights[d];
+            s.external[d] += s.to_community[i] - 2.0 * s.acc.get(d as u32);
         }
         s.acc.clear();
     }

@@ -85,7 +85,7 @@ mod tests {
     #[test]
     fn shuffle_is_a_permutation() {
         let mut v: Vec<u32> = (0..100).collect();
-        Stream::new(1, Purpose::MoveOrder, &[]).shuffle(&mut v);
+        Stream::new(1, Purpose::Refine, &[]).shuffle(&mut v);
         let mut s = v.clone();
         s.sort_unstable();
         assert_eq!(s, (0..100).collect::<Vec<_>>());

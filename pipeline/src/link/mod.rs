@@ -1,6 +1,7 @@
 //! Link: find vocabulary concepts in passages by dictionary matching.
 //!
-//! Every preferred term and synonym (plus a singular/plural variant) becomes a pattern of one
+//! Every preferred term and synonym (plus a singular/plural variant, and "X cancer" for
+//! "X Neoplasms") becomes a pattern of one
 //! Aho-Corasick automaton, matched ASCII-case-insensitively over overlapping matches. A match
 //! counts only when
 //! * it covers whole words (the characters around it are not letters or digits);
@@ -13,6 +14,12 @@
 //! * it is not inside a longer accepted match (longest match wins: "myocardial infarction"
 //!   hides "infarction").
 
+mod abbreviation;
+mod age;
+pub mod document;
+pub mod evaluate;
+mod tags;
+mod text;
 mod vocabulary;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -20,8 +27,14 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
 use serde::Serialize;
 
+pub use abbreviation::{Definition, find_definitions};
+pub use document::{
+    DOCUMENT_NOISE, DocumentConcept, DocumentConcepts, DocumentLinkConfig, DocumentLinker,
+    Evidence, Rules,
+};
 pub use vocabulary::{
-    BROADER_FILE, BrokenCycle, CONCEPTS_FILE, Concept, SUBCLASS_OF, Vocabulary, load_vocabulary,
+    BROADER_FILE, BrokenCycle, CONCEPTS_FILE, Concept, SUBCLASS_OF, TermIndex, Vocabulary,
+    load_vocabulary,
 };
 
 use crate::error::{PipelineError, Result};
@@ -125,6 +138,8 @@ pub const DEFAULT_STOPLIST: &[&str] = &[
     "White",
     "Black",
     "Guanosine Diphosphate",
+    // The modal verb "will" (a term of *Wills* and *Volition*).
+    "Will",
 ];
 
 /// Linking parameters.
@@ -137,9 +152,30 @@ pub struct LinkConfig {
     pub exact_case_max_chars: usize,
     /// Also match the singular/plural variant of each term (`Statins` ↔ `Statin`).
     pub plural_variants: bool,
+    /// Also match `X Cancer` and `X Tumor`/`X Tumour` for every uninverted term `X Neoplasms`
+    /// of two words or more (`Prostate Neoplasms` → "prostate cancer"). The vocabulary keeps
+    /// only the terms of each descriptor's preferred concept, which leaves out the "cancer"
+    /// forms that abstracts use.
+    pub cancer_variants: bool,
     /// Preferred terms or term strings never linked (case-insensitive).
     pub stoplist: Vec<String>,
+    /// Preferred terms of branches never linked: the concept itself and every concept whose
+    /// parents are all in such a branch (a concept that also sits in another branch stays).
+    /// The default is MeSH's publication characteristics (category V: publication types such
+    /// as *Review*, *Overall*, *Index*, *Chart*), which say what kind of document an article
+    /// is, never what it is about; their names are everyday words of abstracts.
+    pub excluded_branches: Vec<String>,
+    /// Document-level rules for the `concept` node field ([`DocumentLinker`]).
+    pub document: DocumentLinkConfig,
 }
+
+/// The roots of MeSH category V, Publication Characteristics.
+pub const PUBLICATION_CHARACTERISTICS: &[&str] = &[
+    "Publication Components",
+    "Publication Formats",
+    "Study Characteristics",
+    "Support of Research",
+];
 
 impl Default for LinkConfig {
     fn default() -> Self {
@@ -147,7 +183,13 @@ impl Default for LinkConfig {
             min_term_chars: 4,
             exact_case_max_chars: 6,
             plural_variants: true,
+            cancer_variants: true,
             stoplist: DEFAULT_STOPLIST.iter().map(|s| (*s).to_owned()).collect(),
+            excluded_branches: PUBLICATION_CHARACTERISTICS
+                .iter()
+                .map(|s| (*s).to_owned())
+                .collect(),
+            document: DocumentLinkConfig::default(),
         }
     }
 }
@@ -207,6 +249,60 @@ fn plural_variant(term: &str) -> Option<String> {
     Some(format!("{term}s"))
 }
 
+/// `X Cancer`, `X Tumor`, `X Tumour` for a term `X Neoplasm(s)` (uninverted, two words or more).
+fn cancer_variants(term: &str) -> Vec<String> {
+    let Some((stem, last)) = term.rsplit_once(' ') else {
+        return Vec::new();
+    };
+    if term.contains(',') || !matches!(last, "Neoplasms" | "Neoplasm") {
+        return Vec::new();
+    }
+    ["Cancer", "Tumor", "Tumour"]
+        .iter()
+        .map(|w| format!("{stem} {w}"))
+        .collect()
+}
+
+/// Per concept: whether it lies only under the branches named by `roots` (preferred terms,
+/// case-insensitive), i.e. it is such a root or all its parents are excluded.
+///
+/// # Complexity
+/// * Time: **O(|V| + |E|)** (each concept is decided once, parents first).
+pub fn excluded_by_branch(vocab: &Vocabulary, roots: &[String]) -> Vec<bool> {
+    let roots: HashSet<String> = roots.iter().map(|s| s.to_lowercase()).collect();
+    let n = vocab.len();
+    // 0 = undecided, 1 = kept, 2 = excluded.
+    let mut state = vec![0u8; n];
+    if roots.is_empty() {
+        return vec![false; n];
+    }
+    for start in 0..n as u32 {
+        // Depth-first, deciding parents before children (the hierarchy is acyclic).
+        let mut stack = vec![start];
+        while let Some(&c) = stack.last() {
+            if state[c as usize] != 0 {
+                stack.pop();
+                continue;
+            }
+            let pending: Vec<u32> = vocab
+                .parents(c)
+                .filter(|&p| state[p as usize] == 0)
+                .collect();
+            if pending.is_empty() {
+                let is_root =
+                    roots.contains(&vocab.concepts[c as usize].preferred_term.to_lowercase());
+                let mut parents = vocab.parents(c).peekable();
+                let under = parents.peek().is_some() && parents.all(|p| state[p as usize] == 2);
+                state[c as usize] = if is_root || under { 2 } else { 1 };
+                stack.pop();
+            } else {
+                stack.extend(pending);
+            }
+        }
+    }
+    state.into_iter().map(|s| s == 2).collect()
+}
+
 impl Linker {
     /// Compiles the linker.
     ///
@@ -222,10 +318,11 @@ impl Linker {
             });
         }
         let stop: HashSet<String> = cfg.stoplist.iter().map(|s| s.to_lowercase()).collect();
+        let excluded = excluded_by_branch(vocab, &cfg.excluded_branches);
         // Pattern key (ASCII-lower-cased) → targets.
         let mut by_key: BTreeMap<String, Vec<Target>> = BTreeMap::new();
         for (ci, concept) in vocab.concepts.iter().enumerate() {
-            if stop.contains(&concept.preferred_term.to_lowercase()) {
+            if excluded[ci] || stop.contains(&concept.preferred_term.to_lowercase()) {
                 continue;
             }
             let ci = ci as u32;
@@ -233,10 +330,15 @@ impl Linker {
                 .chain(concept.synonyms.iter().map(|s| (s, false)));
             for (term, preferred) in terms {
                 let mut variants = vec![(term.clone(), preferred)];
-                if cfg.plural_variants
-                    && let Some(v) = plural_variant(term)
-                {
-                    variants.push((v, preferred));
+                if cfg.cancer_variants {
+                    variants.extend(cancer_variants(term).into_iter().map(|v| (v, false)));
+                }
+                if cfg.plural_variants {
+                    let plurals: Vec<(String, bool)> = variants
+                        .iter()
+                        .filter_map(|(t, p)| plural_variant(t).map(|v| (v, *p)))
+                        .collect();
+                    variants.extend(plurals);
                 }
                 for (t, preferred) in variants {
                     if stop.contains(&t.to_lowercase()) {
@@ -271,7 +373,6 @@ impl Linker {
             targets.push(ts);
         }
         let automaton = AhoCorasickBuilder::new()
-            .ascii_case_insensitive(true)
             .match_kind(MatchKind::Standard)
             .build(&keys)
             .map_err(|e| {
@@ -296,7 +397,9 @@ impl Linker {
                 .is_some_and(char::is_alphanumeric)
         };
         let mut spans: Vec<(usize, usize, usize)> = Vec::new(); // (start, end, pattern)
-        for m in self.automaton.find_overlapping_iter(text) {
+        // Patterns are ASCII-lower-cased; so is the text searched (same byte offsets).
+        let folded = text.to_ascii_lowercase();
+        for m in self.automaton.find_overlapping_iter(&folded) {
             let (s, e) = (m.start(), m.end());
             if !text.is_char_boundary(s) || !text.is_char_boundary(e) {
                 continue;
@@ -405,6 +508,70 @@ mod tests {
         let l = Linker::new(&v, &LinkConfig::default()).unwrap();
         assert!(ids(&l, &v, "Patients who were human").is_empty());
         assert_eq!(ids(&l, &v, "guidelines of the WHO"), vec!["D3x1"]);
+    }
+
+    #[test]
+    fn cancer_variants_of_neoplasm_terms() {
+        assert_eq!(
+            cancer_variants("Prostate Neoplasms"),
+            vec!["Prostate Cancer", "Prostate Tumor", "Prostate Tumour"]
+        );
+        assert!(cancer_variants("Neoplasms").is_empty());
+        assert!(cancer_variants("Neoplasms, Prostate").is_empty());
+        let c = |id: &str, t: &str, s: &[&str]| Concept {
+            id: id.into(),
+            preferred_term: t.into(),
+            synonyms: s.iter().map(|x| (*x).into()).collect(),
+        };
+        let v = Vocabulary::from_parts(
+            vec![
+                c("D1", "Prostatic Neoplasms", &["Prostate Neoplasms"]),
+                c("D2", "Prostate", &[]),
+            ],
+            &[],
+            "v".into(),
+        )
+        .unwrap();
+        let l = Linker::new(&v, &LinkConfig::default()).unwrap();
+        assert_eq!(ids(&l, &v, "Men with prostate cancers."), vec!["D1x1"]);
+    }
+
+    #[test]
+    fn publication_types_are_excluded_with_their_branch() {
+        let c = |id: &str, t: &str| Concept {
+            id: id.into(),
+            preferred_term: t.into(),
+            synonyms: vec![],
+        };
+        // V: Publication Formats ← Review ← Systematic Review; Meta-Analysis sits under V and
+        // under a subject branch (Statistics), so it stays.
+        let v = Vocabulary::from_parts(
+            vec![
+                c("V", "Publication Formats"),
+                c("R", "Review"),
+                c("S", "Systematic Review"),
+                c("T", "Statistics as Topic"),
+                c("M", "Meta-Analysis"),
+            ],
+            &[
+                ("R".into(), "V".into()),
+                ("S".into(), "R".into()),
+                ("M".into(), "V".into()),
+                ("M".into(), "T".into()),
+            ],
+            "v".into(),
+        )
+        .unwrap();
+        let cfg = LinkConfig::default();
+        assert_eq!(
+            excluded_by_branch(&v, &cfg.excluded_branches),
+            vec![true, true, true, false, false]
+        );
+        let l = Linker::new(&v, &cfg).unwrap();
+        assert_eq!(
+            ids(&l, &v, "A review and a systematic review of meta-analysis."),
+            vec!["Mx1"]
+        );
     }
 
     #[test]

@@ -118,6 +118,35 @@ impl Vocabulary {
         self.index.get(id).copied()
     }
 
+    /// The direct broader concepts (parents) of concept `child`, ascending.
+    ///
+    /// # Complexity
+    /// * Time: **O(log |E|)** to find them (binary search in the sorted edge list).
+    pub fn parents(&self, child: u32) -> impl Iterator<Item = u32> + '_ {
+        let from = self.broader.partition_point(|&(c, _)| c < child);
+        self.broader[from..]
+            .iter()
+            .take_while(move |&&(c, _)| c == child)
+            .map(|&(_, p)| p)
+    }
+
+    /// Every broader concept of `child` at any distance (not `child` itself), ascending.
+    ///
+    /// # Complexity
+    /// * Time: **O(A · log |E|)** for `A` ancestors.
+    pub fn ancestors(&self, child: u32) -> Vec<u32> {
+        let mut seen: Vec<u32> = Vec::new();
+        let mut stack: Vec<u32> = self.parents(child).collect();
+        while let Some(p) = stack.pop() {
+            if !seen.contains(&p) {
+                seen.push(p);
+                stack.extend(self.parents(p));
+            }
+        }
+        seen.sort_unstable();
+        seen
+    }
+
     /// Drops, deterministically, one edge of every cycle: a depth-first search from each
     /// concept in index order, following parents in ascending order; an edge that reaches a
     /// concept on the current path closes a cycle and is dropped (and recorded).
@@ -173,6 +202,36 @@ impl Vocabulary {
             dropped.sort_unstable();
             self.broader.retain(|e| dropped.binary_search(e).is_err());
         }
+    }
+}
+
+/// Term string → concept, for resolving heading names such as a document's own `mesh` field.
+///
+/// Lookup ignores case. A preferred term wins over a synonym; among synonyms the first concept
+/// in file order wins.
+#[derive(Debug, Clone)]
+pub struct TermIndex {
+    map: HashMap<String, u32>,
+}
+
+impl TermIndex {
+    /// Indexes every preferred term and synonym of `vocab`.
+    pub fn new(vocab: &Vocabulary) -> Self {
+        let mut map: HashMap<String, u32> = HashMap::new();
+        for (i, c) in vocab.concepts.iter().enumerate() {
+            for s in &c.synonyms {
+                map.entry(s.to_lowercase()).or_insert(i as u32);
+            }
+        }
+        for (i, c) in vocab.concepts.iter().enumerate() {
+            map.insert(c.preferred_term.to_lowercase(), i as u32);
+        }
+        Self { map }
+    }
+
+    /// The concept named `term`, if any.
+    pub fn get(&self, term: &str) -> Option<u32> {
+        self.map.get(&term.to_lowercase()).copied()
     }
 }
 

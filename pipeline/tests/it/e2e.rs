@@ -20,7 +20,8 @@ fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
-fn fixture_config(root: &Path) -> RunConfig {
+/// The pipeline on the 60-document fixture with the full MeSH, hash embedder, 2 threads.
+pub(crate) fn fixture_config(root: &Path) -> RunConfig {
     RunConfig {
         root: root.to_owned(),
         documents: repo().join("data/fixtures/pubmedqa-60.jsonl"),
@@ -72,8 +73,31 @@ fn run_publishes_a_valid_snapshot_and_answers() {
     let run_dir = layout.run_dir(&summary.run_id);
     let manifest = Manifest::read(&run_dir).unwrap();
     verify_run(&run_dir, &manifest, Verify::Checksums).unwrap();
-    assert_eq!(manifest.files.len(), 13, "{:?}", manifest.files);
-    assert_eq!(manifest.embedder.model, "agrag-hash-v1");
+    for name in [
+        "documents.parquet",
+        "passages.parquet",
+        "concepts.parquet",
+        "concept_edges.parquet",
+        "document_concepts.parquet",
+        "entities.parquet",
+        "mentions.parquet",
+        "relationships.parquet",
+        "communities.parquet",
+        "membership.parquet",
+        "reports.parquet",
+        "report_embeddings.parquet",
+        "report_embeddings.arrow",
+        "document_embeddings.parquet",
+        "document_embeddings.arrow",
+        "text_index/meta.json",
+    ] {
+        assert!(
+            manifest.file(name).is_some(),
+            "manifest lacks {name}: {:?}",
+            manifest.files
+        );
+    }
+    assert_eq!(manifest.embedder.model, "agrag-hash-v2");
     let snap = Snapshot::open_run(&run_dir).unwrap();
     assert_eq!(snap.document_keys.len(), 60);
     assert_eq!(snap.entity_names.len(), summary.entities);

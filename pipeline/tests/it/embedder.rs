@@ -246,7 +246,7 @@ fn minilm_run_end_to_end() {
     assert_eq!(a.status, Status::Failed);
     let msg = &a.failures[0].message;
     assert!(
-        msg.contains(MINILM_MODEL) && msg.contains("agrag-hash-v1"),
+        msg.contains(MINILM_MODEL) && msg.contains("agrag-hash-v2"),
         "{msg}"
     );
     assert!(a.themes.is_empty());
@@ -264,7 +264,7 @@ fn precomputed_provider_takes_vectors_and_refuses_text() {
     let engine = Engine::open(
         &root,
         EngineConfig {
-            embedder: Some(Arc::new(PrecomputedEmbedder::new("agrag-hash-v1", 384))),
+            embedder: Some(Arc::new(PrecomputedEmbedder::new("agrag-hash-v2", 384))),
             ..EngineConfig::default()
         },
     )
@@ -281,7 +281,7 @@ fn precomputed_provider_takes_vectors_and_refuses_text() {
     let a = engine
         .search_themes(&ThemeRequest {
             query: QueryInput::Vector {
-                model: "agrag-hash-v1".into(),
+                model: "agrag-hash-v2".into(),
                 vector,
             },
             scope: Scope::All,
@@ -315,10 +315,10 @@ fn pipeline_without_the_model_falls_back_with_one_notice_line() {
         .collect();
     assert_eq!(notices.len(), 1, "{stderr}");
     assert!(
-        notices[0].contains("no-model-here") && notices[0].contains("agrag-hash-v1"),
+        notices[0].contains("no-model-here") && notices[0].contains("agrag-hash-v2"),
         "{stderr}"
     );
-    assert!(String::from_utf8_lossy(&out.stdout).contains("agrag-hash-v1"));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("agrag-hash-v2"));
 
     // Asked for MiniLM explicitly, it refuses instead of falling back, and publishes nothing.
     let root2 = dir.path().join("root2");

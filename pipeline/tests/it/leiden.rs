@@ -129,10 +129,11 @@ fn check_hierarchy(g: &Graph, h: &Hierarchy, config: &LeidenConfig) {
 
 /// Modularity of igraph 1.0 `community_leiden(objective_function="modularity", n_iterations=2)`.
 /// karate, football, polbooks, email-eu-core, ca-condmat and lfr-10k are the values given in the
-/// issue; dolphins and lesmis were measured the same way (python-igraph 1.0.0, best of seeds 0–4).
+/// issue; dolphins and lesmis were measured the same way (python-igraph 1.0.0, median over Python
+/// `random.seed(0..50)`; dolphins ranged 0.5196–0.5285, lesmis was 0.5600 for every seed).
 const IGRAPH_REFERENCE: [(&str, f64); 9] = [
     ("karate", 0.4198),
-    ("dolphins", 0.5277),
+    ("dolphins", 0.5268),
     ("lesmis", 0.5600),
     ("polbooks", 0.5269),
     ("football", 0.6046),
@@ -146,20 +147,39 @@ fn reference(name: &str) -> f64 {
     IGRAPH_REFERENCE.iter().find(|r| r.0 == name).unwrap().1
 }
 
-fn assert_quality_bar(name: &str, g: &Graph) {
-    let p = leiden(g, &LeidenConfig::default()).unwrap();
-    let q = modularity(g, &p.membership, 1.0);
+/// Both implementations are randomised, and on graphs of a hundred nodes one seed can land a
+/// percent away from another (igraph's own dolphins runs span 0.5196–0.5285 over 50 seeds). So
+/// the bar is checked on the median over `seeds` seeds against igraph's reference; the default
+/// seed's run is also checked for connectivity and consistency.
+fn assert_quality_bar(name: &str, g: &Graph, seeds: u64) {
+    let mut values: Vec<f64> = (0..seeds)
+        .map(|seed| {
+            let p = leiden(
+                g,
+                &LeidenConfig {
+                    seed,
+                    ..LeidenConfig::default()
+                },
+            )
+            .unwrap();
+            modularity(g, &p.membership, 1.0)
+        })
+        .collect();
+    values.sort_by(f64::total_cmp);
+    let median = values[values.len() / 2];
     let target = 0.995 * reference(name);
     eprintln!(
-        "{name}: modularity {q:.4} (igraph {:.4}), {} communities, {} iterations",
+        "{name}: modularity median {median:.4} (min {:.4}, max {:.4}, {seeds} seeds), igraph {:.4}",
+        values[0],
+        values[values.len() - 1],
         reference(name),
-        p.num_communities,
-        p.iterations
     );
     assert!(
-        q >= target,
-        "{name}: modularity {q} < 0.995 x igraph = {target}"
+        median >= target,
+        "{name}: median modularity {median} < 0.995 x igraph = {target}"
     );
+    let p = leiden(g, &LeidenConfig::default()).unwrap();
+    let q = modularity(g, &p.membership, 1.0);
     assert!((p.quality - q).abs() < 1e-12);
     let (offsets, members) = group(&p);
     for c in 0..p.num_communities {
@@ -190,7 +210,7 @@ fn group(p: &Partition) -> (Vec<usize>, Vec<u32>) {
 #[test]
 fn quality_bar_on_shipped_graphs() {
     for name in ["karate", "dolphins", "lesmis", "polbooks", "football"] {
-        assert_quality_bar(name, &shipped(name));
+        assert_quality_bar(name, &shipped(name), 11);
     }
 }
 
@@ -198,7 +218,7 @@ fn quality_bar_on_shipped_graphs() {
 fn quality_bar_on_shared_graphs() {
     for name in ["email-eu-core", "ca-condmat", "lfr-10k"] {
         if let Some(g) = shared(name) {
-            assert_quality_bar(name, &g);
+            assert_quality_bar(name, &g, 3);
         }
     }
 }

@@ -5,6 +5,8 @@ mod e2e;
 // The embedder identity end to end: manifest, MiniLM query embedder, mismatches answer failed,
 // precomputed vectors, the pipeline's fallback notice.
 mod embedder;
+// Linking quality: exact F1 of the `concept` field against the corpus's MeSH headings (floor).
+mod linking;
 // Community detection: quality bar vs igraph, connectivity, hierarchy, determinism, input policy.
 mod leiden;
 // Live visibility, scope and every status of search_themes on a real snapshot.

@@ -11,23 +11,10 @@ use agrag_engine::query::evidence::EvidenceStatus;
 use agrag_engine::query::theme::{IndexState, Status};
 use agrag_engine::visibility::{Target, Visibility};
 use agrag_engine::{Engine, EngineConfig, EngineError, QueryInput, Scope, ThemeRequest};
-use agrag_pipeline::leiden::LeidenConfig;
-use agrag_pipeline::link::LinkConfig;
-use agrag_pipeline::report::ExtractiveReportWriter;
 use agrag_pipeline::run::{RunConfig, RunSummary, run};
 
 fn config(root: &Path) -> RunConfig {
-    RunConfig {
-        root: root.to_owned(),
-        documents: Path::new(env!("CARGO_MANIFEST_DIR")).join("../data/fixtures/pubmedqa-60.jsonl"),
-        vocabulary: Path::new(env!("CARGO_MANIFEST_DIR")).join("../data/mesh"),
-        threads: Some(2),
-        link: LinkConfig::default(),
-        leiden: LeidenConfig::default(),
-        embedder: Arc::new(HashEmbedder::default()),
-        report_writer: Arc::new(ExtractiveReportWriter),
-        progress: false,
-    }
+    crate::e2e::fixture_config(root)
 }
 
 /// The query vector that ranks community `c` first: its own report embedding.
@@ -292,7 +279,7 @@ fn every_status_is_reachable() {
         .unwrap();
     assert_eq!(a.status, Status::Failed);
     assert!(
-        a.failures[0].message.contains("agrag-hash-v1")
+        a.failures[0].message.contains("agrag-hash-v2")
             && a.failures[0].message.contains("other-model")
     );
     let mismatched = Engine::open(

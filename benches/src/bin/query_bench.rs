@@ -1,0 +1,373 @@
+//! Query latency of the engine on synthetic runs written through the real writer.
+//!
+//! * `search_themes` at 1k, 10k and 100k communities (384-dim report embeddings), with the
+//!   query vector given (embedding excluded) and with the built-in embedder, with 0 % and 1 % of
+//!   passages hidden;
+//! * `find_by_meaning` (count + sample, no query, and with a BM25 query) on the full shipped
+//!   MeSH vocabulary with 1,000,000 synthetic documents whose concept sets are copies of the
+//!   real PubMedQA documents' MeSH sets, two of ten concepts replaced at random.
+//!
+//! Prints markdown tables. `cargo run --release -p agrag-benches --bin query-bench -- --help`.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use agrag_benches::common::XorShift;
+use agrag_benches::measure::rss_bytes;
+use agrag_engine::embed::{Embedder, HashEmbedder, l2_normalize};
+use agrag_engine::format::tables::{
+    CommunityRow, ConceptRow, DocumentRow, EntityRow, MembershipRow, PassageRow, ReportRow,
+};
+use agrag_engine::format::{Layout, RunData, new_run_id, write_run};
+use agrag_engine::visibility::{Target, Visibility, VisibilityStore};
+use agrag_engine::{
+    ConceptRequest, ConceptSelector, Engine, EngineConfig, QueryInput, Scope, ThemeRequest,
+};
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[i.min(sorted.len() - 1)]
+}
+
+fn timed<F: FnMut(usize)>(n: usize, mut f: F) -> (f64, f64) {
+    // Warm up, then measure each call in milliseconds.
+    for i in 0..n.min(20) {
+        f(i);
+    }
+    let mut ms: Vec<f64> = (0..n)
+        .map(|i| {
+            let t = Instant::now();
+            f(i);
+            t.elapsed().as_secs_f64() * 1e3
+        })
+        .collect();
+    ms.sort_by(f64::total_cmp);
+    (percentile(&ms, 0.5), percentile(&ms, 0.99))
+}
+
+fn random_unit(rng: &mut XorShift, dim: usize) -> Vec<f32> {
+    let mut v: Vec<f32> = (0..dim)
+        .map(|_| (rng.below(2_000_001) as f32 / 1e6) - 1.0)
+        .collect();
+    l2_normalize(&mut v);
+    v
+}
+
+fn publish(root: &Path, data: &RunData, embedder: &dyn Embedder) -> f64 {
+    let layout = Layout::new(root);
+    let run_id = new_run_id();
+    let t = Instant::now();
+    write_run(
+        &layout,
+        &run_id,
+        data,
+        embedder.identity(),
+        serde_json::json!({"synthetic": true}),
+        "synthetic".into(),
+        serde_json::json!({}),
+    )
+    .expect("write the synthetic run");
+    layout.write_latest(&run_id).expect("publish");
+    t.elapsed().as_secs_f64()
+}
+
+/// A run of `n` communities: 5 entities each, 5 passages each (3 per document), each entity
+/// mentioned by 2 of its community's passages.
+fn theme_run(n: usize, rng: &mut XorShift, embedder: &HashEmbedder) -> RunData {
+    let dim = embedder.identity().dim;
+    let num_passages = 5 * n;
+    let num_docs = num_passages.div_ceil(3);
+    let doc_key = |d: usize| format!("doc{d:08}");
+    let mut data = RunData {
+        documents: (0..num_docs)
+            .map(|d| DocumentRow {
+                key: doc_key(d),
+                title: format!("document {d}"),
+                year: None,
+                num_passages: (num_passages - 3 * d).min(3) as u32,
+                linked: true,
+            })
+            .collect(),
+        passages: (0..num_passages)
+            .map(|p| PassageRow {
+                passage_id: format!("{}#{}", doc_key(p / 3), p % 3),
+                document_key: doc_key(p / 3),
+                position: (p % 3) as u32,
+                text: format!("passage {p} about topic {}", p / 5),
+            })
+            .collect(),
+        concepts: vec![ConceptRow {
+            concept_id: "C0".into(),
+            preferred_term: "Topic".into(),
+            synonyms: vec![],
+        }],
+        ..RunData::default()
+    };
+    for c in 0..n {
+        for k in 0..5 {
+            let e = (5 * c + k) as u32;
+            data.entities.push(EntityRow {
+                concept_id: "C0".into(),
+                name: format!("entity {e}"),
+                num_passages: 2,
+                degree: 1.0,
+            });
+            for j in [k, (k + 1) % 5] {
+                let p = 5 * c + j;
+                data.mentions
+                    .push((e, format!("{}#{}", doc_key(p / 3), p % 3), 1));
+            }
+            data.membership.push(MembershipRow {
+                level: 0,
+                entity: e,
+                community: c as u32,
+                parent: None,
+                is_leaf: true,
+            });
+        }
+        data.communities.push(CommunityRow {
+            level: 0,
+            parent: None,
+            size: 5,
+            is_leaf: true,
+        });
+        data.reports.push(ReportRow {
+            level: 0,
+            title: format!("theme {c}"),
+            summary: String::new(),
+            findings: vec![],
+            rank: 1.0,
+            full_content: format!("theme {c}"),
+        });
+        data.report_embeddings.extend(random_unit(rng, dim));
+    }
+    data.document_embeddings = (0..num_docs).flat_map(|_| random_unit(rng, dim)).collect();
+    data
+}
+
+fn themes(root: &Path, sizes: &[usize], queries: usize) {
+    println!("\n## search_themes (limit 5, support_limit 3; {queries} queries per row)\n");
+    println!(
+        "| communities | passages | query | hidden | p50 ms | p99 ms | open ms | RSS after open MiB |"
+    );
+    println!("|---:|---:|---|---:|---:|---:|---:|---:|");
+    let embedder = HashEmbedder::default();
+    let words = [
+        "mortality",
+        "stroke",
+        "insulin",
+        "asthma",
+        "sepsis",
+        "statin",
+        "cancer",
+        "surgery",
+    ];
+    for &n in sizes {
+        let mut rng = XorShift::new(42 + n as u64);
+        let dir = root.join(format!("themes-{n}"));
+        let data = theme_run(n, &mut rng, &embedder);
+        publish(&dir, &data, &embedder);
+        let num_passages = data.passages.len();
+        let ids: Vec<String> = data.passages.iter().map(|p| p.passage_id.clone()).collect();
+        drop(data);
+        let t = Instant::now();
+        let engine = Engine::open(&dir, EngineConfig::default()).expect("open");
+        let open_ms = t.elapsed().as_secs_f64() * 1e3;
+        let rss = rss_bytes().unwrap_or(0) as f64 / (1 << 20) as f64;
+        let vectors: Vec<Vec<f32>> = (0..queries).map(|_| random_unit(&mut rng, 384)).collect();
+        for hidden_pct in [0usize, 1] {
+            if hidden_pct == 1 {
+                let mut store =
+                    VisibilityStore::open(&Layout::new(&dir).visibility_path()).expect("store");
+                for (i, id) in ids.iter().enumerate() {
+                    if i % 100 == 7 {
+                        store
+                            .set(Target::Passage, id, Visibility::Hidden, None)
+                            .expect("hide");
+                    }
+                }
+            }
+            let (p50, p99) = timed(queries, |i| {
+                let req = ThemeRequest {
+                    query: QueryInput::Vector {
+                        model: "agrag-hash-v2".into(),
+                        vector: vectors[i % vectors.len()].clone(),
+                    },
+                    scope: Scope::All,
+                    limit: 5,
+                    support_limit: 3,
+                };
+                let a = engine.search_themes(&req).expect("search");
+                assert!(!a.themes.is_empty());
+            });
+            println!(
+                "| {n} | {num_passages} | vector given | {hidden_pct} % | {p50:.3} | {p99:.3} | {open_ms:.0} | {rss:.0} |"
+            );
+            let (p50, p99) = timed(queries, |i| {
+                let q = format!("{} and {} outcomes", words[i % 8], words[(i / 8) % 8]);
+                let a = engine
+                    .search_themes(&ThemeRequest::text(q))
+                    .expect("search");
+                assert!(!a.themes.is_empty());
+            });
+            println!(
+                "| {n} | {num_passages} | built-in embedder | {hidden_pct} % | {p50:.3} | {p99:.3} | {open_ms:.0} | {rss:.0} |"
+            );
+        }
+    }
+}
+
+fn concepts(root: &Path, num_docs: usize, queries: usize) {
+    let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+    let vocab = agrag_pipeline::link::load_vocabulary(&repo.join("data/mesh")).expect("MeSH");
+    let corpus = agrag_pipeline::ingest::read_jsonl(&repo.join("data/pubmedqa/documents.jsonl"))
+        .expect("corpus");
+    let mut by_term = std::collections::HashMap::new();
+    for (i, c) in vocab.concepts.iter().enumerate() {
+        by_term.insert(c.preferred_term.to_lowercase(), i);
+    }
+    let sets: Vec<Vec<usize>> = corpus
+        .documents
+        .iter()
+        .map(|d| {
+            d.headings
+                .iter()
+                .filter_map(|h| by_term.get(&h.to_lowercase()).copied())
+                .collect()
+        })
+        .collect();
+    let mut rng = XorShift::new(7);
+    let embedder = HashEmbedder::new(8);
+    let t = Instant::now();
+    let mut data = RunData {
+        concepts: vocab
+            .concepts
+            .iter()
+            .map(|c| ConceptRow {
+                concept_id: c.id.clone(),
+                preferred_term: c.preferred_term.clone(),
+                synonyms: c.synonyms.clone(),
+            })
+            .collect(),
+        concept_edges: vocab
+            .broader
+            .iter()
+            .map(|&(c, p)| {
+                (
+                    vocab.concepts[c as usize].id.clone(),
+                    vocab.concepts[p as usize].id.clone(),
+                    "subclass_of".into(),
+                )
+            })
+            .collect(),
+        ..RunData::default()
+    };
+    let titles = [
+        "statin therapy after infarction",
+        "asthma in children",
+        "sepsis mortality",
+        "insulin resistance",
+    ];
+    for d in 0..num_docs {
+        let key = format!("doc{d:08}");
+        let mut set = sets[rng.below(sets.len() as u64) as usize].clone();
+        for _ in 0..2 {
+            if !set.is_empty() {
+                let k = rng.below(set.len() as u64) as usize;
+                set[k] = rng.below(vocab.concepts.len() as u64) as usize;
+            }
+        }
+        for c in &set {
+            data.document_concepts.push((
+                "concept".into(),
+                key.clone(),
+                vocab.concepts[*c].id.clone(),
+            ));
+        }
+        data.documents.push(DocumentRow {
+            key,
+            title: titles[d % 4].into(),
+            year: None,
+            num_passages: 0,
+            linked: !set.is_empty(),
+        });
+    }
+    data.document_embeddings = vec![0.0; num_docs * 8];
+    let build_s = t.elapsed().as_secs_f64();
+    let dir = root.join("concepts");
+    let write_s = publish(&dir, &data, &embedder);
+    let rows = data.document_concepts.len();
+    drop(data);
+    let t = Instant::now();
+    let engine = Engine::open(&dir, EngineConfig::default()).expect("open");
+    let open_ms = t.elapsed().as_secs_f64() * 1e3;
+    let rss = rss_bytes().unwrap_or(0) as f64 / (1 << 20) as f64;
+    // Query terms: the headings the real corpus uses (so they match), in a fixed order.
+    let mut terms: Vec<String> = corpus
+        .documents
+        .iter()
+        .flat_map(|d| d.headings.clone())
+        .collect();
+    terms.sort();
+    terms.dedup();
+    println!(
+        "\n## find_by_meaning on MeSH 2024 (30,764 concepts) with {num_docs} documents ({rows} concept rows)\n"
+    );
+    println!(
+        "(build {build_s:.1} s, write {write_s:.1} s, open {open_ms:.0} ms, RSS after open {rss:.0} MiB; {queries} queries per row)\n"
+    );
+    println!("| request | p50 ms | p99 ms | mean matches |");
+    println!("|---|---:|---:|---:|");
+    for (label, query) in [
+        ("count + sample 10, no query", None),
+        ("count + sample 10, BM25 query", Some("statin mortality")),
+    ] {
+        let mut matches = 0u64;
+        let (p50, p99) = timed(queries, |i| {
+            let mut r = ConceptRequest::new(ConceptSelector::Term(
+                terms[(i * 7919) % terms.len()].clone(),
+            ));
+            r.query = query.map(str::to_owned);
+            let a = engine.find_by_meaning(&r).expect("query");
+            matches += a.total;
+        });
+        println!(
+            "| {label} | {p50:.3} | {p99:.3} | {:.0} |",
+            matches as f64 / (queries + queries.min(20)) as f64
+        );
+    }
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if args.iter().any(|a| a == "--help" || a == "-h") {
+        println!(
+            "query-bench [--quick] [--themes-only] [--concepts-only]\n  --quick: 1k/10k communities and 100k documents"
+        );
+        return;
+    }
+    let quick = args.iter().any(|a| a == "--quick");
+    let dir = tempfile_dir();
+    if !args.iter().any(|a| a == "--concepts-only") {
+        let sizes: &[usize] = if quick {
+            &[1_000, 10_000]
+        } else {
+            &[1_000, 10_000, 100_000]
+        };
+        themes(&dir, sizes, if quick { 200 } else { 1_000 });
+    }
+    if !args.iter().any(|a| a == "--themes-only") {
+        concepts(
+            &dir,
+            if quick { 100_000 } else { 1_000_000 },
+            if quick { 200 } else { 2_000 },
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+fn tempfile_dir() -> PathBuf {
+    let d = std::env::temp_dir().join(format!("agrag-query-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&d).expect("temp dir");
+    d
+}

@@ -1,0 +1,630 @@
+//! `find_by_meaning`: every document about a concept, expanded along the vocabulary hierarchy,
+//! with the answer stating its own limits.
+//!
+//! 1. Exactly one of a concept id and a term; a term resolves by preferred term or synonym,
+//!    case-folded and NFKC-normalized, possibly to several concepts. A term or id the
+//!    vocabulary does not hold answers `unknown_term` / `unknown_concept`: nothing was searched.
+//! 2. Expansion: [`Direction::Forward`] walks *upwards* to the broader concepts along
+//!    `relation` (the default: documents about broader subjects are included, documents about
+//!    narrower ones are not); [`Direction::Reverse`] walks downwards. `depth` bounds the walk
+//!    (unbounded by default); cycles cannot loop (each concept is visited once).
+//! 3. The filter: documents whose `node_field` holds any concept of the expanded set, in scope,
+//!    and whose document flag is visible. No cap on the concept set or the document set.
+//! 4. Clauses compose with the filter: [`Combine::Bool`] intersects it with every clause's hits
+//!    (keyword: BM25 hits; vector: the `k` nearest documents by cosine); [`Combine::Hybrid`]
+//!    keeps filter documents hit by any clause and fuses their scores (reciprocal rank fusion,
+//!    or a min-max normalized weighted sum).
+//! 5. Without clauses every filtered document matches; `query`, when given, ranks them by BM25
+//!    (documents the query does not hit follow, in document-key order) and never narrows.
+//!    Without `query` the order is ascending `document_key`.
+//! 6. The answer gives the total count and a sample of at most `sample` documents, the
+//!    direction as text, the resolved and expanded concepts, and the coverage line
+//!    "N of M documents in <index> are linked to any concept (P%)…" over the visible in-scope
+//!    documents, or a line saying coverage is unknown when the run has no such field.
+
+use std::collections::{HashMap, HashSet};
+
+use roaring::RoaringBitmap;
+use serde::Serialize;
+
+use super::Scope;
+use crate::embed::dot;
+use crate::snapshot::Snapshot;
+use crate::view::View;
+
+/// The node field filled by linking.
+pub const DEFAULT_NODE_FIELD: &str = "concept";
+/// The broader/narrower relation.
+pub const DEFAULT_RELATION: &str = "subclass_of";
+/// Text stating the forward direction, repeated in every forward answer.
+pub const FORWARD_TEXT: &str = "upwards to the more general: documents about broader subjects are included, documents about narrower ones are not";
+/// Text stating the reverse direction.
+pub const REVERSE_TEXT: &str = "downwards to the more specific: documents about narrower subjects are included, documents about broader ones are not";
+
+/// What to look for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ConceptSelector {
+    /// A concept id, e.g. `D009203`.
+    Concept(String),
+    /// A term: a preferred term or synonym of one or more concepts.
+    Term(String),
+}
+
+/// Which way the expansion walks.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Direction {
+    /// Up to broader concepts (the default).
+    #[default]
+    Forward,
+    /// Down to narrower concepts.
+    Reverse,
+}
+
+/// How clauses combine with the concept filter.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub enum Combine {
+    /// Intersection with every clause.
+    #[default]
+    Bool,
+    /// Union of the clauses within the filter, scores fused.
+    Hybrid(Fusion),
+}
+
+/// Score fusion of a hybrid query.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Fusion {
+    /// Reciprocal rank fusion: `Σ 1 / (k + rank)` (Cormack, Clarke & Büttcher 2009), `k = 60`
+    /// customarily.
+    Rrf {
+        /// The rank constant (> 0).
+        k: f32,
+    },
+    /// Min-max normalize each clause's scores to [0, 1], then
+    /// `keyword_weight × keyword + (1 − keyword_weight) × vector`.
+    WeightedSum {
+        /// Weight of the keyword clause, in [0, 1].
+        keyword_weight: f32,
+    },
+}
+
+/// The vector clause: the `k` documents nearest to a query.
+#[derive(Debug, Clone, PartialEq)]
+pub struct VectorClause {
+    /// The query (text embedded by the engine, or a vector with its model).
+    pub input: crate::QueryInput,
+    /// How many nearest documents the clause hits (≥ 1).
+    pub k: usize,
+}
+
+/// Arguments of [`Engine::find_by_meaning`](crate::Engine::find_by_meaning).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConceptRequest {
+    /// The concept or term.
+    pub selector: ConceptSelector,
+    /// Node field to match (`concept` from linking, `mesh` from the input).
+    pub node_field: String,
+    /// Relation to expand along.
+    pub relation: String,
+    /// Direction of expansion.
+    pub direction: Direction,
+    /// Most hops of expansion (`None`: unbounded).
+    pub depth: Option<usize>,
+    /// Text that ranks the matching documents (BM25); never narrows.
+    pub query: Option<String>,
+    /// Keyword clause.
+    pub keyword: Option<String>,
+    /// Vector clause.
+    pub vector: Option<VectorClause>,
+    /// How clauses combine.
+    pub combine: Combine,
+    /// Most documents listed (≥ 1); the count covers all.
+    pub sample: usize,
+    /// Documents that may be read.
+    pub scope: Scope,
+}
+
+impl ConceptRequest {
+    /// The defaults of DESIGN.md: node field `concept`, relation `subclass_of`, upwards,
+    /// unbounded, no query, sample 10, every document.
+    pub fn new(selector: ConceptSelector) -> Self {
+        Self {
+            selector,
+            node_field: DEFAULT_NODE_FIELD.to_owned(),
+            relation: DEFAULT_RELATION.to_owned(),
+            direction: Direction::Forward,
+            depth: None,
+            query: None,
+            keyword: None,
+            vector: None,
+            combine: Combine::Bool,
+            sample: 10,
+            scope: Scope::All,
+        }
+    }
+}
+
+/// Outcome of a concept search.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ConceptStatus {
+    /// At least one document matched.
+    Ok,
+    /// The search ran; no document matched.
+    NoMatch,
+    /// The term is not in the vocabulary: nothing was searched.
+    UnknownTerm,
+    /// The concept id is not in the vocabulary: nothing was searched.
+    UnknownConcept,
+    /// The run has no such node field: nothing was searched.
+    UnknownNodeField,
+    /// The scope holds no document key: nothing was searched.
+    EmptyScope,
+    /// No run is served.
+    IndexNotReady,
+    /// A clause failed (e.g. the vector's model differs from the run's); see `failures`.
+    Failed,
+}
+
+/// A concept named in an answer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ConceptRef {
+    /// Concept id.
+    pub concept_id: String,
+    /// Preferred term.
+    pub preferred_term: String,
+}
+
+/// Coverage of the searched index by the node field.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Coverage {
+    /// Visible in-scope documents with at least one concept in the field.
+    pub linked: u64,
+    /// Visible in-scope documents.
+    pub total: u64,
+    /// `100 × linked / total`.
+    pub percent: f64,
+}
+
+/// One listed document.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ConceptHit {
+    /// Document key.
+    pub document_key: String,
+    /// Title.
+    pub title: String,
+    /// Ranking score (BM25, cosine or fused), when ranked.
+    pub score: Option<f32>,
+    /// Concepts of the expanded set that the document's field holds.
+    pub matched: Vec<String>,
+}
+
+/// The answer of a concept search.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ConceptAnswer {
+    /// Outcome.
+    pub status: ConceptStatus,
+    /// Whether any document was looked at.
+    pub searched: bool,
+    /// The run searched.
+    pub run_id: Option<String>,
+    /// `forward` or `reverse`.
+    pub direction: Direction,
+    /// The direction as a sentence.
+    pub direction_text: String,
+    /// Concepts the selector resolved to.
+    pub resolved: Vec<ConceptRef>,
+    /// Size of the expanded concept set (resolved concepts included).
+    pub num_expanded: usize,
+    /// The expanded concept ids, sorted (all of them).
+    pub expanded: Vec<String>,
+    /// Number of matching documents (all, not just the sample).
+    pub total: u64,
+    /// At most `sample` documents, ranked.
+    pub sample: Vec<ConceptHit>,
+    /// What ordered the sample: `query`, `keyword`, `vector`, `rrf`, `weighted_sum` or
+    /// `document_key`.
+    pub ranked_by: String,
+    /// Coverage, or null when it cannot be obtained.
+    pub coverage: Option<Coverage>,
+    /// The coverage statement.
+    pub coverage_text: String,
+    /// Everything above as sentences, for readers of text.
+    pub text: String,
+    /// Failed legs.
+    pub failures: Vec<super::theme::Failure>,
+}
+
+impl ConceptAnswer {
+    fn nothing(status: ConceptStatus, direction: Direction, why: &str) -> Self {
+        Self {
+            status,
+            searched: false,
+            run_id: None,
+            direction,
+            direction_text: direction_text(direction).to_owned(),
+            resolved: Vec::new(),
+            num_expanded: 0,
+            expanded: Vec::new(),
+            total: 0,
+            sample: Vec::new(),
+            ranked_by: String::new(),
+            coverage: None,
+            coverage_text: String::new(),
+            text: format!("Nothing was searched: {why}."),
+            failures: Vec::new(),
+        }
+    }
+}
+
+fn direction_text(d: Direction) -> &'static str {
+    match d {
+        Direction::Forward => FORWARD_TEXT,
+        Direction::Reverse => REVERSE_TEXT,
+    }
+}
+
+/// The concept and every concept reachable from it along `relation` in `direction`, within
+/// `depth` hops; sorted.
+pub fn expand(
+    snap: &Snapshot,
+    start: &[u32],
+    relation: &str,
+    direction: Direction,
+    depth: Option<usize>,
+) -> Option<Vec<u32>> {
+    let h = snap.concept_index.relations.get(relation)?;
+    let next = match direction {
+        Direction::Forward => &h.parents,
+        Direction::Reverse => &h.children,
+    };
+    let mut seen: HashSet<u32> = start.iter().copied().collect();
+    let mut frontier: Vec<u32> = start.to_vec();
+    let mut hops = 0;
+    while !frontier.is_empty() && depth.is_none_or(|d| hops < d) {
+        let mut new = Vec::new();
+        for &c in &frontier {
+            for &n in next.row(c as usize) {
+                if seen.insert(n) {
+                    new.push(n);
+                }
+            }
+        }
+        frontier = new;
+        hops += 1;
+    }
+    let mut v: Vec<u32> = seen.into_iter().collect();
+    v.sort_unstable();
+    Some(v)
+}
+
+/// Outcome of the pure part of the search (after the selector resolved).
+pub(crate) struct Resolved {
+    pub concepts: Vec<u32>,
+}
+
+/// Resolves the selector. `Err(answer)` when nothing can be searched.
+pub(crate) fn resolve(
+    snap: &Snapshot,
+    req: &ConceptRequest,
+) -> Result<Resolved, Box<ConceptAnswer>> {
+    let concepts: Vec<u32> = match &req.selector {
+        ConceptSelector::Concept(id) => match snap.vocabulary.concept_index.get(id.trim()) {
+            Some(&c) => vec![c],
+            None => {
+                return Err(Box::new(ConceptAnswer::nothing(
+                    ConceptStatus::UnknownConcept,
+                    req.direction,
+                    &format!("the vocabulary has no concept {id:?}"),
+                )));
+            }
+        },
+        ConceptSelector::Term(t) => {
+            let cs = snap.concept_index.resolve_term(t);
+            if cs.is_empty() {
+                return Err(Box::new(ConceptAnswer::nothing(
+                    ConceptStatus::UnknownTerm,
+                    req.direction,
+                    &format!("the vocabulary has no term {t:?} (as a preferred term or synonym)"),
+                )));
+            }
+            cs.to_vec()
+        }
+    };
+    Ok(Resolved { concepts })
+}
+
+/// Scores of a clause: document row → score.
+pub(crate) type Scores = HashMap<u32, f32>;
+
+/// Cosine of `query` with every document embedding; the `k` best as scores.
+pub(crate) fn vector_scores(snap: &Snapshot, query: &[f32], k: usize) -> Scores {
+    let dim = snap.dim();
+    let scores: Vec<f32> = snap
+        .document_embedding_matrix()
+        .chunks_exact(dim)
+        .map(|row| dot(query, row))
+        .collect();
+    super::theme::top_k(&scores, k).into_iter().collect()
+}
+
+fn min_max(scores: &Scores) -> Scores {
+    let (lo, hi) = scores
+        .values()
+        .fold((f32::INFINITY, f32::NEG_INFINITY), |(l, h), &v| {
+            (l.min(v), h.max(v))
+        });
+    scores
+        .iter()
+        .map(|(&d, &v)| (d, if hi > lo { (v - lo) / (hi - lo) } else { 1.0 }))
+        .collect()
+}
+
+fn ranks(scores: &Scores) -> HashMap<u32, usize> {
+    let mut v: Vec<(u32, f32)> = scores.iter().map(|(&d, &s)| (d, s)).collect();
+    v.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    v.into_iter()
+        .enumerate()
+        .map(|(i, (d, _))| (d, i + 1))
+        .collect()
+}
+
+/// Runs the search once the selector resolved and the clauses were scored.
+#[allow(clippy::too_many_arguments, clippy::too_many_lines)]
+pub(crate) fn search(
+    view: &View,
+    snap: &Snapshot,
+    req: &ConceptRequest,
+    resolved: &Resolved,
+    vector: Option<&Scores>,
+) -> ConceptAnswer {
+    let idx = &snap.concept_index;
+    let Some(postings) = idx.postings.get(&req.node_field) else {
+        let mut a = ConceptAnswer::nothing(
+            ConceptStatus::UnknownNodeField,
+            req.direction,
+            &format!(
+                "the run has no node field {:?} (it has {:?})",
+                req.node_field,
+                {
+                    let mut f: Vec<&String> = idx.postings.keys().collect();
+                    f.sort();
+                    f
+                }
+            ),
+        );
+        a.run_id = Some(snap.run_id().to_owned());
+        return a;
+    };
+    let expanded = expand(
+        snap,
+        &resolved.concepts,
+        &req.relation,
+        req.direction,
+        req.depth,
+    )
+    .unwrap_or_else(|| resolved.concepts.clone());
+    // Visible in-scope documents.
+    let mut allowed = RoaringBitmap::new();
+    allowed.insert_range(0..snap.num_documents() as u32);
+    if let Scope::Documents(keys) = &req.scope {
+        allowed = keys.iter().filter_map(|k| snap.document_index(k)).collect();
+    }
+    allowed -= view.hidden_documents();
+    let mut filter = RoaringBitmap::new();
+    for c in &expanded {
+        if let Some(b) = postings.get(c) {
+            filter |= b;
+        }
+    }
+    filter &= &allowed;
+
+    // Text scores, restricted to the filter: a keyword clause can only keep filter documents,
+    // and the query only ranks them.
+    let shared = std::sync::Arc::new(filter.clone());
+    let text = |q: &Option<String>| -> Result<Option<Scores>, String> {
+        match q {
+            Some(q) if !q.trim().is_empty() => snap
+                .text_index
+                .search_within(q, &shared)
+                .map(|v| Some(v.into_iter().collect()))
+                .map_err(|e| e.to_string()),
+            _ => Ok(None),
+        }
+    };
+    let (query_scores, keyword) = match (text(&req.query), text(&req.keyword)) {
+        (Ok(q), Ok(k)) => (q, k),
+        (Err(message), _) | (_, Err(message)) => {
+            let mut a = ConceptAnswer::nothing(ConceptStatus::Failed, req.direction, &message);
+            a.run_id = Some(snap.run_id().to_owned());
+            a.failures.push(super::theme::Failure {
+                leg: "text".into(),
+                message,
+            });
+            return a;
+        }
+    };
+    let query_scores = query_scores.as_ref();
+    let keyword = keyword.as_ref();
+
+    // Clauses.
+    let mut ranked_by = "document_key";
+    let mut scored: Option<Vec<(u32, f32)>> = None;
+    let clauses: Vec<&Scores> = keyword.into_iter().chain(vector).collect();
+    if !clauses.is_empty() {
+        match req.combine {
+            Combine::Bool => {
+                for c in &clauses {
+                    filter &= c.keys().copied().collect::<RoaringBitmap>();
+                }
+                let primary = keyword.or(vector).unwrap_or(clauses[0]);
+                ranked_by = if keyword.is_some() {
+                    "keyword"
+                } else {
+                    "vector"
+                };
+                scored = Some(
+                    filter
+                        .iter()
+                        .map(|d| (d, primary.get(&d).copied().unwrap_or(0.0)))
+                        .collect(),
+                );
+            }
+            Combine::Hybrid(fusion) => {
+                let mut any = RoaringBitmap::new();
+                for c in &clauses {
+                    any |= c.keys().copied().collect::<RoaringBitmap>();
+                }
+                filter &= any;
+                let fused: Vec<(u32, f32)> = match fusion {
+                    Fusion::Rrf { k } => {
+                        ranked_by = "rrf";
+                        let rs: Vec<HashMap<u32, usize>> =
+                            clauses.iter().map(|c| ranks(c)).collect();
+                        filter
+                            .iter()
+                            .map(|d| {
+                                let s: f32 = rs
+                                    .iter()
+                                    .filter_map(|r| r.get(&d))
+                                    .map(|&r| 1.0 / (k + r as f32))
+                                    .sum();
+                                (d, s)
+                            })
+                            .collect()
+                    }
+                    Fusion::WeightedSum { keyword_weight } => {
+                        ranked_by = "weighted_sum";
+                        let kw = keyword.map(min_max).unwrap_or_default();
+                        let vc = vector.map(min_max).unwrap_or_default();
+                        filter
+                            .iter()
+                            .map(|d| {
+                                let s = keyword_weight * kw.get(&d).copied().unwrap_or(0.0)
+                                    + (1.0 - keyword_weight) * vc.get(&d).copied().unwrap_or(0.0);
+                                (d, s)
+                            })
+                            .collect()
+                    }
+                };
+                scored = Some(fused);
+            }
+        }
+    } else if let Some(q) = query_scores {
+        ranked_by = "query";
+        scored = Some(
+            filter
+                .iter()
+                .map(|d| (d, q.get(&d).copied().unwrap_or(0.0)))
+                .collect(),
+        );
+    }
+    let total = filter.len();
+    let sample: Vec<(u32, Option<f32>)> = match scored {
+        Some(mut v) => {
+            v.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+            v.into_iter()
+                .take(req.sample)
+                .map(|(d, s)| (d, Some(s)))
+                .collect()
+        }
+        None => filter.iter().take(req.sample).map(|d| (d, None)).collect(),
+    };
+    let expanded_set: HashSet<u32> = expanded.iter().copied().collect();
+    let sample: Vec<ConceptHit> = sample
+        .into_iter()
+        .map(|(d, score)| {
+            let mut matched: Vec<String> = expanded_set
+                .iter()
+                .filter(|c| postings.get(c).is_some_and(|b| b.contains(d)))
+                .map(|&c| snap.vocabulary.concept_ids[c as usize].clone())
+                .collect();
+            matched.sort();
+            ConceptHit {
+                document_key: snap.document_keys[d as usize].clone(),
+                title: snap.document_titles[d as usize].clone(),
+                score,
+                matched,
+            }
+        })
+        .collect();
+
+    let linked = idx
+        .linked
+        .get(&req.node_field)
+        .map_or(0, |b| b.intersection_len(&allowed));
+    let total_docs = allowed.len();
+    let index_name = format!("run {}", snap.run_id());
+    let (coverage, coverage_text) = if total_docs == 0 {
+        (
+            None,
+            format!(
+                "How much of {index_name} could have been searched is unknown: the scope holds no visible document."
+            ),
+        )
+    } else {
+        let percent = 100.0 * linked as f64 / total_docs as f64;
+        (
+            Some(Coverage {
+                linked,
+                total: total_docs,
+                percent,
+            }),
+            format!(
+                "{linked} of {total_docs} documents in {index_name} are linked to any concept ({percent:.1}%). Documents that are not linked CANNOT be found this way at all, so this answer is complete over the linked share only."
+            ),
+        )
+    };
+    let cref = |c: u32| ConceptRef {
+        concept_id: snap.vocabulary.concept_ids[c as usize].clone(),
+        preferred_term: snap.vocabulary.preferred_terms[c as usize].clone(),
+    };
+    let resolved_refs: Vec<ConceptRef> = resolved.concepts.iter().map(|&c| cref(c)).collect();
+    let names: Vec<String> = resolved_refs
+        .iter()
+        .map(|r| format!("{} ({})", r.preferred_term, r.concept_id))
+        .collect();
+    let text = format!(
+        "Concept: {}. Expansion along {} runs {}; {} concepts in the set. {} documents match in node field {:?}{}. {}",
+        names.join(", "),
+        req.relation,
+        direction_text(req.direction),
+        expanded.len(),
+        total,
+        req.node_field,
+        if sample.is_empty() {
+            String::new()
+        } else {
+            format!("; {} listed, ranked by {ranked_by}", sample.len())
+        },
+        coverage_text
+    );
+    ConceptAnswer {
+        status: if total == 0 {
+            ConceptStatus::NoMatch
+        } else {
+            ConceptStatus::Ok
+        },
+        searched: true,
+        run_id: Some(snap.run_id().to_owned()),
+        direction: req.direction,
+        direction_text: direction_text(req.direction).to_owned(),
+        resolved: resolved_refs,
+        num_expanded: expanded.len(),
+        expanded: expanded
+            .iter()
+            .map(|&c| snap.vocabulary.concept_ids[c as usize].clone())
+            .collect(),
+        total,
+        sample,
+        ranked_by: ranked_by.to_owned(),
+        coverage,
+        coverage_text,
+        text,
+        failures: Vec::new(),
+    }
+}
+
+pub(crate) fn nothing(status: ConceptStatus, direction: Direction, why: &str) -> ConceptAnswer {
+    ConceptAnswer::nothing(status, direction, why)
+}

@@ -1,0 +1,123 @@
+//! The concept side of a snapshot: term lookup, the hierarchy per relation, and per node field
+//! the documents holding each concept (roaring bitmaps), built once when a run is opened.
+
+use std::collections::HashMap;
+
+use roaring::RoaringBitmap;
+use unicode_normalization::UnicodeNormalization;
+
+use super::{Csr, VocabularyTables};
+
+/// Case-folds and Unicode-normalizes (NFKC) a term, collapsing white space: the key under which
+/// terms are looked up (`"Myocardial  INFARCTION"` → `"myocardial infarction"`).
+pub fn normalize_term(s: &str) -> String {
+    let folded: String = s.nfkc().collect::<String>().to_lowercase();
+    folded.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// Parents and children of every concept along one relation.
+#[derive(Debug, Clone, Default)]
+pub struct Hierarchy {
+    /// Broader concepts of each concept (rows = concepts).
+    pub parents: Csr,
+    /// Narrower concepts of each concept (rows = concepts).
+    pub children: Csr,
+}
+
+/// Lookup structures for concept queries.
+#[derive(Debug, Clone, Default)]
+pub struct ConceptIndex {
+    terms: HashMap<String, Vec<u32>>,
+    /// Hierarchy per relation name.
+    pub relations: HashMap<String, Hierarchy>,
+    /// Per node field: concept → documents whose field holds it.
+    pub postings: HashMap<String, HashMap<u32, RoaringBitmap>>,
+    /// Per node field: documents holding at least one concept in it.
+    pub linked: HashMap<String, RoaringBitmap>,
+}
+
+impl ConceptIndex {
+    /// Builds the index from a run's vocabulary tables.
+    pub fn build(v: &VocabularyTables) -> Self {
+        let n = v.concept_ids.len();
+        let mut terms: HashMap<String, Vec<u32>> = HashMap::new();
+        // Preferred terms first, so that a term naming one concept outright resolves to it.
+        for (i, t) in v.preferred_terms.iter().enumerate() {
+            terms.entry(normalize_term(t)).or_default().push(i as u32);
+        }
+        for (i, syns) in v.synonyms.iter().enumerate() {
+            for s in syns {
+                let e = terms.entry(normalize_term(s)).or_default();
+                if !e.contains(&(i as u32)) {
+                    e.push(i as u32);
+                }
+            }
+        }
+        // Relation → (child → parent pairs, parent → child pairs).
+        type Pairs = Vec<(u32, u32)>;
+        let mut by_relation: HashMap<&str, (Pairs, Pairs)> = HashMap::new();
+        for (c, p, rel) in &v.edges {
+            let e = by_relation.entry(rel.as_str()).or_default();
+            e.0.push((*c, *p));
+            e.1.push((*p, *c));
+        }
+        let mut relations: HashMap<String, Hierarchy> = by_relation
+            .into_iter()
+            .map(|(rel, (mut up, mut down))| {
+                up.sort_unstable();
+                down.sort_unstable();
+                (
+                    rel.to_owned(),
+                    Hierarchy {
+                        parents: Csr::from_pairs(n, &up),
+                        children: Csr::from_pairs(n, &down),
+                    },
+                )
+            })
+            .collect();
+        relations
+            .entry("subclass_of".to_owned())
+            .or_insert_with(|| Hierarchy {
+                parents: Csr::from_pairs(n, &[]),
+                children: Csr::from_pairs(n, &[]),
+            });
+        let mut postings: HashMap<String, HashMap<u32, RoaringBitmap>> = HashMap::new();
+        let mut linked: HashMap<String, RoaringBitmap> = HashMap::new();
+        for (field, d, c) in &v.document_concepts {
+            postings
+                .entry(field.clone())
+                .or_default()
+                .entry(*c)
+                .or_default()
+                .insert(*d);
+            linked.entry(field.clone()).or_default().insert(*d);
+        }
+        Self {
+            terms,
+            relations,
+            postings,
+            linked,
+        }
+    }
+
+    /// Concepts whose preferred term or synonym is `term` (case-folded, NFKC).
+    pub fn resolve_term(&self, term: &str) -> &[u32] {
+        self.terms
+            .get(&normalize_term(term))
+            .map_or(&[], Vec::as_slice)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn normalization() {
+        assert_eq!(
+            normalize_term("  Myocardial \t INFARCTION "),
+            "myocardial infarction"
+        );
+        assert_eq!(normalize_term("ﬁbrosis"), "fibrosis"); // NFKC ligature
+    }
+}

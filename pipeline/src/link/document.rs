@@ -1,0 +1,858 @@
+//! Document-level linking: one document's title and passages → the passage mentions the graph
+//! is built from, and the document's `concept` node-field set, which aims at the concepts an
+//! indexer would assign (MeSH indexing).
+//!
+//! Dictionary matches alone find only about a fifth of what indexers assign (see
+//! `data/README.md`), so the document set adds deterministic rules, each one a switch in
+//! [`Rules`] so its effect can be measured (`linking-quality` in `agrag-benches`):
+//!
+//! | rule | what it does |
+//! | --- | --- |
+//! | `title` | the title (the article's question) is linked like a passage |
+//! | `abbreviations` | "programmed cell death (PCD)" makes every later `PCD` a mention of the long form's concept, and stops `PCD` from linking to a dictionary acronym of another meaning ([`find_definitions`], Schwartz & Hearst 2003) |
+//! | `noise_filter` | concepts matched only through everyday words ("patients", "time", "treatment", "aged") are never put in the document set ([`DOCUMENT_NOISE`]) |
+//! | `hierarchy` | of two text-matched concepts where one is broader than the other, only the narrower is kept (indexers assign the most specific heading) |
+//! | `check_tags` | *Humans*, *Animals*, *Female*, *Male*, *Pregnancy* from population words ("patients", "women", "rats", "pregnant") |
+//! | `mixed_sex` | a study of people that names neither sex gets both *Female* and *Male* (indexers tag the sexes of the study population, which abstracts rarely spell out) |
+//! | `age_groups` | MeSH age groups from stated ages ("aged 35 to 65 years", "mean age 62 ± 8 years") and age words ("children", "elderly") |
+//! | `adult_default` | a study of people that states no age and no age word gets *Adult*, *Middle Aged* and *Aged*: the ages of most clinical study populations, which indexers read in the full text |
+//! | `study_design` | *Retrospective Studies*, *Cross-Sectional Studies*, *Surveys and Questionnaires*, *Risk Factors*… from the words that signal them |
+//!
+//! The passage mentions for the graph keep the graph's own stoplist
+//! ([`LinkConfig::stoplist`]): no check tag or generic heading ever becomes a graph node. Of
+//! the rules above they only gain `abbreviations` (on the shipped corpus, +11 % mention
+//! occurrences).
+//!
+//! Nothing here reads a document's own headings; they are only the reference the quality
+//! bench compares with.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use serde::Serialize;
+
+use super::abbreviation::{find_definitions, occurrences};
+use super::age::{AGE_GROUPS, AGE_WORDS, age_intervals, groups_overlapping};
+use super::tags::{
+    ANIMAL_WORDS, BOTH_SEXES_WORDS, DESIGN_RULES, FEMALE_WORDS, HUMAN_WORDS, MALE_WORDS,
+    PREGNANCY_WORDS, any_phrase,
+};
+use super::text::{Token, contains_phrase, tokenize, words};
+use super::{Link, LinkConfig, Linker, TermIndex, Vocabulary};
+use crate::error::Result;
+
+/// Concepts left out of the document set when the `noise_filter` rule is on: headings whose
+/// terms are everyday words of scientific prose ("patients", "time", "treatment", "aged") and
+/// that indexers almost never assign on the strength of those words. Matched
+/// case-insensitively against preferred terms and term strings, like [`LinkConfig::stoplist`].
+/// Headings that indexers do assign (check tags, study designs, *Risk Factors*…) are not here:
+/// the rules decide those.
+pub const DOCUMENT_NOISE: &[&str] = &[
+    "Patients",
+    "Time",
+    "Therapeutics",
+    "General Surgery",
+    "Research",
+    "Methods",
+    "Disease",
+    "Syndrome",
+    "Data",
+    "Role",
+    "Population",
+    "Report",
+    "Publications",
+    "Information",
+    "Back",
+    "Lead",
+    "Rest",
+    "Play",
+    "Light",
+    "Set",
+    "Length",
+    "Weights and Measures",
+    "Hand",
+    "Face",
+    "Pressure",
+    "Temperature",
+    "Walking",
+    "Work",
+    "Language",
+    "Nature",
+    "Hope",
+    "Reading",
+    "Diagnosis",
+    "Therapy",
+    "Treatment",
+    "Surgery",
+    "Study",
+    "Studies",
+    "Patient",
+    "Group",
+    "Groups",
+    "Outcome",
+    "Purpose",
+    "Objective",
+    "Background",
+    "Results",
+    "Conclusion",
+    "Mass",
+    "Cells",
+    "Cell",
+    "Persons",
+    "White",
+    "Black",
+    "Guanosine Diphosphate",
+    "Aged",
+    "Age",
+    // The modal verb "will" (a term of *Wills* and *Volition*).
+    "Will",
+    // Everyday and methods words measured on the tuning half of the shipped corpus: predicted
+    // at least 5 times there and right (an indexer's heading) less than 10 % of the time.
+    "Risk",
+    "Overall",
+    "Women",
+    "Association",
+    "Hospitals",
+    "Confidence Intervals",
+    "Index",
+    "History",
+    "Review",
+    "Affect",
+    "Control Groups",
+    "Database",
+    "Dataset",
+    "Classification",
+    "Literature",
+    "Records",
+    "Program",
+    "Form",
+    "Pharmaceutical Preparations",
+    "Drug Therapy",
+    "Life",
+    "Serum",
+    "Plasma",
+    "Tissues",
+    "Observational Study",
+    "Clinical Trial",
+    "Respect",
+    "Interview",
+    "Demography",
+    "Universities",
+    "Knowledge",
+    "Paper",
+    "Wills",
+    "Guideline",
+    "Chart",
+    "Laboratories",
+    "Pathology",
+    "Histology",
+    "Genetics",
+    "Policy",
+    "Culture",
+    "Observation",
+    "Societies",
+    "Bias",
+    "Statistics",
+    "Address",
+    "Goals",
+    "Gold",
+    "Growth",
+    "Adoption",
+    "Documentation",
+    "Electronics",
+    "Magnetics",
+    "Computers",
+    "Power, Psychological",
+    "Occupational Groups",
+    "Ventilation",
+    "Radiation",
+    "Alcohols",
+    // Outcome words: indexers use the specific heading (Survival Rate, Hospital Mortality…).
+    "Death",
+    "Survival",
+    "Mortality",
+    "Morbidity",
+    // Population words: indexers name a profession or setting only when it is the subject.
+    "Outpatients",
+    "Inpatients",
+    "Volunteers",
+    "Healthy Volunteers",
+    "Physicians",
+    "Students",
+    "Nurses",
+    "Surgeons",
+    "Radiologists",
+    "General Practitioners",
+];
+
+/// Which rules build the document set. See the [module docs](self) for each.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Rules {
+    /// Link the title like a passage.
+    pub title: bool,
+    /// Abbreviations defined in the text.
+    pub abbreviations: bool,
+    /// Leave out [`DOCUMENT_NOISE`] concepts.
+    pub noise_filter: bool,
+    /// Keep the narrower of an ancestor/descendant pair.
+    pub hierarchy: bool,
+    /// *Humans*, *Animals*, *Female*, *Male*, *Pregnancy* from population words.
+    pub check_tags: bool,
+    /// Both sexes for a study of people that names neither.
+    pub mixed_sex: bool,
+    /// Age groups from ages and age words.
+    pub age_groups: bool,
+    /// *Adult*, *Middle Aged*, *Aged* for a study of people that states no age at all.
+    pub adult_default: bool,
+    /// Study-design headings from the words that signal them.
+    pub study_design: bool,
+}
+
+impl Rules {
+    /// Every rule on (the default).
+    pub const ALL: Rules = Rules {
+        title: true,
+        abbreviations: true,
+        noise_filter: true,
+        hierarchy: true,
+        check_tags: true,
+        mixed_sex: true,
+        age_groups: true,
+        adult_default: true,
+        study_design: true,
+    };
+    /// No rule: the passages' dictionary matches, with no stoplist.
+    pub const LITERAL: Rules = Rules {
+        title: false,
+        abbreviations: false,
+        noise_filter: false,
+        hierarchy: false,
+        check_tags: false,
+        mixed_sex: false,
+        age_groups: false,
+        adult_default: false,
+        study_design: false,
+    };
+}
+
+/// Document-linking parameters.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DocumentLinkConfig {
+    /// Rules in effect.
+    pub rules: Rules,
+    /// Concepts and terms left out of the document set under `rules.noise_filter`.
+    pub noise_stoplist: Vec<String>,
+}
+
+impl Default for DocumentLinkConfig {
+    fn default() -> Self {
+        Self {
+            rules: Rules::ALL,
+            noise_stoplist: DOCUMENT_NOISE.iter().map(|s| (*s).to_owned()).collect(),
+        }
+    }
+}
+
+/// Why a concept is in a document's set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub enum Evidence {
+    /// A dictionary match in the title or a passage.
+    Text,
+    /// Only through an abbreviation defined in the text.
+    Abbreviation,
+    /// A check tag inferred from population words.
+    CheckTag,
+    /// An age group inferred from ages or age words.
+    AgeGroup,
+    /// A study-design heading inferred from the words that signal it.
+    StudyDesign,
+}
+
+/// One concept of a document's set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct DocumentConcept {
+    /// Concept index in the vocabulary.
+    pub concept: u32,
+    /// The first rule that put it there (text before abbreviation before inferred tags).
+    pub evidence: Evidence,
+    /// Text mentions (dictionary matches plus abbreviation uses) in title and passages; 0 for
+    /// an inferred tag with no mention.
+    pub num_mentions: u32,
+    /// Whether the title mentions it.
+    pub in_title: bool,
+}
+
+/// What [`DocumentLinker::link_document`] returns.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct DocumentConcepts {
+    /// Per passage, in input order: `(concept, occurrences)` sorted by concept, with the
+    /// graph's stoplist applied — the mentions the co-occurrence graph is built from.
+    pub passage_mentions: Vec<Vec<(u32, u32)>>,
+    /// The document's `concept` node-field set, sorted by concept.
+    pub concepts: Vec<DocumentConcept>,
+}
+
+impl DocumentConcepts {
+    /// The concept indices of the document set, ascending.
+    pub fn concept_ids(&self) -> Vec<u32> {
+        self.concepts.iter().map(|c| c.concept).collect()
+    }
+}
+
+/// An abbreviation defined in one document: its short form and the concepts of its long form.
+#[derive(Debug, Clone)]
+struct Abbreviation {
+    short: String,
+    concepts: Vec<u32>,
+    /// Segment and byte span of the parenthesis that defines it (not a use of it).
+    segment: usize,
+    paren: (usize, usize),
+}
+
+/// Links whole documents. Built once per vocabulary; `link_document` is `&self` and may be
+/// called from many threads.
+///
+/// # Examples
+/// ```
+/// use agrag_pipeline::link::{Concept, DocumentLinker, LinkConfig, Vocabulary};
+///
+/// let c = |id: &str, term: &str| Concept {
+///     id: id.into(),
+///     preferred_term: term.into(),
+///     synonyms: vec![],
+/// };
+/// let vocab = Vocabulary::from_parts(
+///     vec![c("D1", "Apoptosis"), c("D2", "Humans"), c("D3", "Retrospective Studies")],
+///     &[],
+///     "mesh".into(),
+/// )?;
+/// let linker = DocumentLinker::new(&vocab, &LinkConfig::default())?;
+/// let doc = linker.link_document(
+///     "Is apoptosis (AP) involved?",
+///     &["We retrospectively reviewed 40 patients.", "AP was seen in 12."],
+/// );
+/// // Apoptosis in the title, and once more through its abbreviation in the second passage;
+/// // Humans and the study design are inferred. Graph mentions have no check tag.
+/// let ids: Vec<&str> = doc
+///     .concepts
+///     .iter()
+///     .map(|c| vocab.concepts[c.concept as usize].id.as_str())
+///     .collect();
+/// assert_eq!(ids, ["D1", "D2", "D3"]);
+/// assert_eq!(doc.concepts[0].num_mentions, 2);
+/// assert_eq!(doc.passage_mentions, vec![vec![], vec![(0, 1)]]);
+/// # Ok::<(), agrag_pipeline::PipelineError>(())
+/// ```
+#[derive(Debug)]
+pub struct DocumentLinker {
+    /// Linker with the graph's stoplist: passage mentions.
+    graph: Linker,
+    /// Linker with only the document noise list (or none): the document set.
+    open: Linker,
+    /// Concepts the graph's stoplist names (never a graph mention).
+    graph_stopped: HashSet<u32>,
+    rules: Rules,
+    /// Heading name → concept, for the headings the rules infer.
+    headings: HashMap<&'static str, u32>,
+    /// Direct parents per concept.
+    parents: Vec<Vec<u32>>,
+}
+
+impl DocumentLinker {
+    /// Compiles both automata and resolves the headings the rules use. A heading missing from
+    /// `vocab` just makes its rule inert.
+    ///
+    /// The graph automaton uses `link` as given; the document-set automaton uses it with
+    /// `link.document.noise_stoplist` (when the `noise_filter` rule is on) in place of
+    /// `link.stoplist`.
+    ///
+    /// # Errors
+    /// As [`Linker::new`].
+    pub fn new(vocab: &Vocabulary, link: &LinkConfig) -> Result<Self> {
+        let cfg = &link.document;
+        let graph = Linker::new(vocab, link)?;
+        let open_cfg = LinkConfig {
+            stoplist: if cfg.rules.noise_filter {
+                cfg.noise_stoplist.clone()
+            } else {
+                Vec::new()
+            },
+            ..link.clone()
+        };
+        let open = Linker::new(vocab, &open_cfg)?;
+        let stop: HashSet<String> = link.stoplist.iter().map(|s| s.to_lowercase()).collect();
+        let graph_stopped = vocab
+            .concepts
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| stop.contains(&c.preferred_term.to_lowercase()))
+            .map(|(i, _)| i as u32)
+            .collect();
+        let index = TermIndex::new(vocab);
+        let names = ["Humans", "Animals", "Female", "Male", "Pregnancy"]
+            .into_iter()
+            .chain(AGE_GROUPS.iter().map(|(h, _, _)| *h))
+            .chain(DESIGN_RULES.iter().map(|r| r.heading));
+        let headings = names.filter_map(|h| index.get(h).map(|c| (h, c))).collect();
+        let mut parents = vec![Vec::new(); vocab.len()];
+        for &(c, p) in &vocab.broader {
+            parents[c as usize].push(p);
+        }
+        Ok(Self {
+            graph,
+            open,
+            graph_stopped,
+            rules: cfg.rules,
+            headings,
+            parents,
+        })
+    }
+
+    /// The rules in effect.
+    pub fn rules(&self) -> Rules {
+        self.rules
+    }
+
+    /// Number of distinct patterns of the graph automaton.
+    pub fn num_patterns(&self) -> usize {
+        self.graph.num_patterns()
+    }
+
+    /// Links one document: `title` (may be empty) and its `passages` in order.
+    ///
+    /// # Complexity
+    /// * Time: **O(n)** automaton scans of the text (two), plus **O(a · n)** for `a`
+    ///   abbreviations defined in it.
+    /// # Determinism
+    /// The result depends only on the text, the vocabulary and the configuration.
+    pub fn link_document(&self, title: &str, passages: &[&str]) -> DocumentConcepts {
+        let segments: Vec<&str> = std::iter::once(title)
+            .chain(passages.iter().copied())
+            .collect();
+        let mut open: Vec<Vec<Link>> = segments.iter().map(|s| self.open.find(s)).collect();
+        let mut graph: Vec<Vec<Link>> = passages.iter().map(|s| self.graph.find(s)).collect();
+        // Links created by abbreviation uses, per segment.
+        let mut via_abbreviation: Vec<Vec<Link>> = vec![Vec::new(); segments.len()];
+        if self.rules.abbreviations {
+            let abbreviations = defined_abbreviations(&segments, &open);
+            for (k, text) in segments.iter().enumerate() {
+                let uses = abbreviation_uses(text, k, &abbreviations);
+                if uses.is_empty() {
+                    continue;
+                }
+                via_abbreviation[k] = apply_uses(&mut open[k], &uses, |_| true);
+                if k > 0 {
+                    let stopped = &self.graph_stopped;
+                    let _ = apply_uses(&mut graph[k - 1], &uses, |c| !stopped.contains(&c));
+                }
+            }
+        }
+        let passage_mentions = graph.iter().map(|links| count(links)).collect();
+
+        // The document set: text first.
+        let mut set: BTreeMap<u32, DocumentConcept> = BTreeMap::new();
+        let first = usize::from(!self.rules.title);
+        for k in first..segments.len() {
+            for l in &open[k] {
+                let evidence = if via_abbreviation[k].contains(l) {
+                    Evidence::Abbreviation
+                } else {
+                    Evidence::Text
+                };
+                let e = set.entry(l.concept).or_insert(DocumentConcept {
+                    concept: l.concept,
+                    evidence,
+                    num_mentions: 0,
+                    in_title: false,
+                });
+                e.num_mentions += 1;
+                e.in_title |= k == 0;
+                e.evidence = e.evidence.min(evidence);
+            }
+        }
+        if self.rules.hierarchy {
+            self.keep_narrowest(&mut set);
+        }
+
+        // Inferred headings.
+        let tokens: Vec<Vec<Token>> = segments[first..].iter().map(|s| tokenize(s)).collect();
+        let word_lists: Vec<Vec<&str>> = tokens.iter().map(|t| words(t)).collect();
+        let mut add = |heading: &str, evidence: Evidence| {
+            if let Some(&c) = self.headings.get(heading) {
+                set.entry(c).or_insert(DocumentConcept {
+                    concept: c,
+                    evidence,
+                    num_mentions: 0,
+                    in_title: false,
+                });
+            }
+        };
+        let has = |phrases: &[&str]| word_lists.iter().any(|w| any_phrase(w, phrases));
+        let human = has(HUMAN_WORDS);
+        if self.rules.check_tags {
+            if human {
+                add("Humans", Evidence::CheckTag);
+            }
+            if has(ANIMAL_WORDS) {
+                add("Animals", Evidence::CheckTag);
+            }
+            let both = has(BOTH_SEXES_WORDS);
+            let female = has(FEMALE_WORDS);
+            let male = has(MALE_WORDS);
+            if female || both || (self.rules.mixed_sex && human && !male) {
+                add("Female", Evidence::CheckTag);
+            }
+            if male || both || (self.rules.mixed_sex && human && !female) {
+                add("Male", Evidence::CheckTag);
+            }
+            if has(PREGNANCY_WORDS) {
+                add("Pregnancy", Evidence::CheckTag);
+            }
+        }
+        if self.rules.age_groups || self.rules.adult_default {
+            let mut groups: Vec<&str> = Vec::new();
+            for t in &tokens {
+                for (lo, hi) in age_intervals(t) {
+                    groups.extend(groups_overlapping(lo, hi).map(|g| AGE_GROUPS[g].0));
+                }
+            }
+            for (phrase, named) in AGE_WORDS {
+                if word_lists.iter().any(|w| contains_phrase(w, phrase)) {
+                    groups.extend_from_slice(named);
+                }
+            }
+            if self.rules.age_groups {
+                for g in &groups {
+                    add(g, Evidence::AgeGroup);
+                }
+            }
+            if self.rules.adult_default && human && groups.is_empty() {
+                for g in ["Adult", "Middle Aged", "Aged"] {
+                    add(g, Evidence::AgeGroup);
+                }
+            }
+        }
+        if self.rules.study_design {
+            for r in DESIGN_RULES {
+                if has(r.any) && (r.with.is_empty() || has(r.with)) {
+                    add(r.heading, Evidence::StudyDesign);
+                }
+            }
+        }
+        DocumentConcepts {
+            passage_mentions,
+            concepts: set.into_values().collect(),
+        }
+    }
+
+    /// Drops every text-matched concept that is an ancestor of another text-matched concept.
+    /// The headings the rules infer (check tags, age groups, designs) take no part: indexers
+    /// assign every age group a population spans (*Adult* and *Aged*, though *Aged* is under
+    /// *Adult*).
+    fn keep_narrowest(&self, set: &mut BTreeMap<u32, DocumentConcept>) {
+        let is_tag = |c: &u32| self.headings.values().any(|h| h == c);
+        let mut broader: HashSet<u32> = HashSet::new();
+        for c in set.keys().filter(|c| !is_tag(c)) {
+            let mut stack: Vec<u32> = self.parents[*c as usize].clone();
+            while let Some(p) = stack.pop() {
+                if broader.insert(p) {
+                    stack.extend_from_slice(&self.parents[p as usize]);
+                }
+            }
+        }
+        set.retain(|c, _| is_tag(c) || !broader.contains(c));
+    }
+}
+
+/// `(concept, occurrences)` of `links`, sorted by concept.
+fn count(links: &[Link]) -> Vec<(u32, u32)> {
+    let mut counts: BTreeMap<u32, u32> = BTreeMap::new();
+    for l in links {
+        *counts.entry(l.concept).or_insert(0) += 1;
+    }
+    counts.into_iter().collect()
+}
+
+/// The first definition of each short form in the document, with the concepts of its long
+/// form: the dictionary matches that end exactly where the long form ends (its head). A
+/// definition whose long form links to nothing is kept too: its uses then link to nothing,
+/// rather than to a dictionary acronym of another meaning.
+fn defined_abbreviations(segments: &[&str], links: &[Vec<Link>]) -> Vec<Abbreviation> {
+    let mut out: Vec<Abbreviation> = Vec::new();
+    for (k, text) in segments.iter().enumerate() {
+        for d in find_definitions(text) {
+            if out.iter().any(|a| a.short == d.short) {
+                continue;
+            }
+            let mut concepts: Vec<u32> = links[k]
+                .iter()
+                .filter(|l| l.start >= d.long_start && l.end == d.long_end)
+                .map(|l| l.concept)
+                .collect();
+            concepts.sort_unstable();
+            concepts.dedup();
+            out.push(Abbreviation {
+                short: d.short,
+                concepts,
+                segment: k,
+                paren: (d.paren_start, d.paren_end),
+            });
+        }
+    }
+    out
+}
+
+/// Uses of the abbreviations in segment `k`: `(start, end, concepts)`. The short form inside
+/// its own defining parentheses gets no concept (the long form before it already counts),
+/// but still hides any dictionary match there.
+fn abbreviation_uses(
+    text: &str,
+    k: usize,
+    abbreviations: &[Abbreviation],
+) -> Vec<(usize, usize, Vec<u32>)> {
+    let mut uses = Vec::new();
+    for a in abbreviations {
+        for (s, e) in occurrences(text, &a.short) {
+            let defining = a.segment == k && a.paren.0 <= s && e <= a.paren.1;
+            let concepts = if defining {
+                Vec::new()
+            } else {
+                a.concepts.clone()
+            };
+            uses.push((s, e, concepts));
+        }
+    }
+    uses
+}
+
+/// Rewrites `links` for abbreviation uses: a dictionary match inside (or across) a use is
+/// dropped and the use links to its long form's concepts (those `keep` accepts). A longer
+/// match that contains the use ("HIV Infections" around "HIV") stays, and the use adds
+/// nothing. Returns the links added.
+fn apply_uses(
+    links: &mut Vec<Link>,
+    uses: &[(usize, usize, Vec<u32>)],
+    keep: impl Fn(u32) -> bool,
+) -> Vec<Link> {
+    let mut added = Vec::new();
+    for (s, e, concepts) in uses {
+        let (s, e) = (*s, *e);
+        let contained = links
+            .iter()
+            .any(|l| l.start <= s && e <= l.end && l.end - l.start > e - s);
+        if contained {
+            continue;
+        }
+        links.retain(|l| !(l.start < e && s < l.end));
+        for &c in concepts {
+            if keep(c) {
+                added.push(Link {
+                    concept: c,
+                    start: s,
+                    end: e,
+                });
+            }
+        }
+    }
+    links.extend_from_slice(&added);
+    links.sort_by_key(|l| (l.start, l.concept));
+    added
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::Concept;
+    use super::*;
+
+    fn vocab() -> Vocabulary {
+        let c = |id: &str, t: &str, s: &[&str]| Concept {
+            id: id.into(),
+            preferred_term: t.into(),
+            synonyms: s.iter().map(|x| (*x).into()).collect(),
+        };
+        Vocabulary::from_parts(
+            vec![
+                c("APO", "Apoptosis", &["Programmed Cell Death"]),
+                c("HUM", "Humans", &["Human"]),
+                c("FEM", "Female", &[]),
+                c("MAL", "Male", &[]),
+                c("ADU", "Adult", &[]),
+                c("MID", "Middle Aged", &[]),
+                c("AGE", "Aged", &[]),
+                c("RET", "Retrospective Studies", &[]),
+                c("NEO", "Neoplasms", &[]),
+                c("BRN", "Breast Neoplasms", &[]),
+                c("PTP", "Protein Tyrosine Phosphatases", &["PTP"]),
+                c("PAT", "Patients", &[]),
+                c("ANI", "Animals", &[]),
+                c("RAT", "Rats", &["Rat"]),
+                c("MIT", "Mitochondria", &[]),
+            ],
+            &[("BRN".into(), "NEO".into())],
+            "v".into(),
+        )
+        .unwrap()
+    }
+
+    fn linker(v: &Vocabulary, rules: Rules) -> DocumentLinker {
+        let link = LinkConfig {
+            document: DocumentLinkConfig {
+                rules,
+                ..DocumentLinkConfig::default()
+            },
+            ..LinkConfig::default()
+        };
+        DocumentLinker::new(v, &link).unwrap()
+    }
+
+    fn set<'v>(v: &'v Vocabulary, dc: &DocumentConcepts) -> Vec<&'v str> {
+        let mut ids: Vec<&str> = dc
+            .concepts
+            .iter()
+            .map(|c| v.concepts[c.concept as usize].id.as_str())
+            .collect();
+        ids.sort_unstable();
+        ids
+    }
+
+    fn mentions(v: &Vocabulary, dc: &DocumentConcepts, passage: usize) -> Vec<String> {
+        dc.passage_mentions[passage]
+            .iter()
+            .map(|&(c, n)| format!("{}x{n}", v.concepts[c as usize].id))
+            .collect()
+    }
+
+    #[test]
+    fn abbreviation_uses_link_to_the_long_form_concept() {
+        let v = vocab();
+        let l = linker(&v, Rules::ALL);
+        let dc = l.link_document(
+            "",
+            &[
+                "Programmed cell death (PCD) is regulated. The mitochondrial permeability \
+                 transition pore (PTP) opens.",
+                "PCD occurs in leaves; PTP formation precedes PCD.",
+            ],
+        );
+        // "PCD" in the second passage mentions Apoptosis twice; "PTP" there means the pore
+        // (which the dictionary does not know), not Protein Tyrosine Phosphatases.
+        assert_eq!(mentions(&v, &dc, 1), vec!["APOx2"]);
+        assert_eq!(mentions(&v, &dc, 0), vec!["APOx1"]);
+        let apo = dc.concepts.iter().find(|c| c.concept == 0).unwrap();
+        assert_eq!((apo.num_mentions, apo.evidence), (3, Evidence::Text));
+        assert!(!set(&v, &dc).contains(&"PTP"));
+        // Without the rule, "PTP" links by the dictionary and "PCD" links nothing.
+        let off = linker(
+            &v,
+            Rules {
+                abbreviations: false,
+                ..Rules::ALL
+            },
+        )
+        .link_document(
+            "",
+            &["Programmed cell death (PCD) is regulated.", "PCD; PTP."],
+        );
+        assert_eq!(mentions(&v, &off, 1), vec!["PTPx1"]);
+    }
+
+    #[test]
+    fn check_tags_from_population_words() {
+        let v = vocab();
+        let l = linker(&v, Rules::ALL);
+        let women = l.link_document("", &["Forty women with breast cancer were treated."]);
+        let s = set(&v, &women);
+        assert!(s.contains(&"HUM") && s.contains(&"FEM") && !s.contains(&"MAL"));
+        assert!(s.contains(&"BRN"), "cancer variant of Breast Neoplasms");
+        let both = set(&v, &l.link_document("", &["We studied 120 patients."]));
+        assert!(both.contains(&"FEM") && both.contains(&"MAL") && both.contains(&"HUM"));
+        let no_mixed = linker(
+            &v,
+            Rules {
+                mixed_sex: false,
+                ..Rules::ALL
+            },
+        );
+        let s = set(
+            &v,
+            &no_mixed.link_document("", &["We studied 120 patients."]),
+        );
+        assert!(!s.contains(&"FEM") && !s.contains(&"MAL"));
+        let rats = set(
+            &v,
+            &l.link_document("", &["Mitochondria of rats were isolated."]),
+        );
+        assert_eq!(rats, vec!["ANI", "MIT", "RAT"]);
+    }
+
+    #[test]
+    fn age_groups_and_study_design() {
+        let v = vocab();
+        let l = linker(&v, Rules::ALL);
+        let s = set(
+            &v,
+            &l.link_document(
+                "",
+                &["A retrospective review of patients aged 50 to 70 years."],
+            ),
+        );
+        assert!(s.contains(&"MID") && s.contains(&"AGE") && !s.contains(&"ADU"));
+        assert!(s.contains(&"RET"));
+        // No age stated: the adult default.
+        let s = set(&v, &l.link_document("", &["Patients were treated."]));
+        assert!(s.contains(&"ADU") && s.contains(&"MID") && s.contains(&"AGE"));
+        let off = linker(
+            &v,
+            Rules {
+                adult_default: false,
+                ..Rules::ALL
+            },
+        );
+        let s = set(&v, &off.link_document("", &["Patients were treated."]));
+        assert!(!s.contains(&"ADU"));
+    }
+
+    #[test]
+    fn hierarchy_keeps_the_narrower_concept() {
+        let v = vocab();
+        let text = ["Neoplasms, breast neoplasms in particular, in 12 rats."];
+        let s = set(&v, &linker(&v, Rules::ALL).link_document("", &text));
+        assert!(s.contains(&"BRN") && !s.contains(&"NEO"));
+        let off = linker(
+            &v,
+            Rules {
+                hierarchy: false,
+                ..Rules::ALL
+            },
+        );
+        let s = set(&v, &off.link_document("", &text));
+        assert!(s.contains(&"BRN") && s.contains(&"NEO"));
+    }
+
+    #[test]
+    fn graph_mentions_keep_the_graph_stoplist_and_title_only_feeds_the_set() {
+        let v = vocab();
+        let l = linker(&v, Rules::ALL);
+        let dc = l.link_document(
+            "Do mitochondria matter?",
+            &["Human patients, male and female, and their neoplasms."],
+        );
+        // Check tags and generic headings never become graph mentions.
+        assert_eq!(mentions(&v, &dc, 0), vec!["NEOx1"]);
+        let s = set(&v, &dc);
+        assert!(s.contains(&"MIT") && s.contains(&"HUM") && !s.contains(&"PAT"));
+        let no_title = linker(
+            &v,
+            Rules {
+                title: false,
+                ..Rules::ALL
+            },
+        );
+        assert!(
+            !set(
+                &v,
+                &no_title.link_document("Do mitochondria matter?", &["Text."])
+            )
+            .contains(&"MIT")
+        );
+    }
+}
