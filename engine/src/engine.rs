@@ -8,7 +8,8 @@ use std::sync::{Arc, Mutex};
 use arc_swap::ArcSwapOption;
 use roaring::RoaringBitmap;
 
-use crate::embed::{Embedder, HashEmbedder, hash::HASH_MODEL};
+use crate::embed::settings::{load_minilm, model_path_from_env};
+use crate::embed::{Embedder, HashEmbedder, LongTexts, MINILM_MODEL, hash::HASH_MODEL};
 use crate::error::{EngineError, Result};
 use crate::format::{Layout, Verify};
 use crate::ivf::CandidateSearch;
@@ -25,9 +26,11 @@ use crate::visibility::{Target, Visibility, VisibilityStore};
 /// How the engine embeds query text and checks the runs it opens.
 #[derive(Debug, Clone, Default)]
 pub struct EngineConfig {
-    /// The query embedder. `None`: use the embedder the run's manifest names, when this build
-    /// can run it (the built-in hash embedder always). A given embedder whose identity differs
-    /// from the run's makes theme searches answer `failed`.
+    /// The query embedder (see [`EmbedderSettings`](crate::embed::EmbedderSettings) to build it
+    /// from `EMBEDDING_*`). `None`: use the embedder the run's manifest names, when this build
+    /// can run it (the built-in hash embedder always; all-MiniLM-L6-v2 with the `minilm`
+    /// feature and the model folder). A given embedder whose model, dimension or weights
+    /// fingerprint differs from the run's makes theme searches answer `failed`.
     pub embedder: Option<Arc<dyn Embedder>>,
     /// How theme searches read their candidate window: through the run's IVF index when it
     /// has one (default; approximate, see [`crate::ivf`]) or by an exact scan.
@@ -35,6 +38,10 @@ pub struct EngineConfig {
     /// How a run is checked against its manifest before it is served (default: sizes and
     /// BLAKE3 checksums of every file). A run that fails is refused and the served run stays.
     pub verify: Verify,
+    /// The all-MiniLM-L6-v2 folder used when the run needs MiniLM and `embedder` is `None`.
+    /// `None`: `EMBEDDING_MODEL_PATH`, else the default location
+    /// ([`default_model_path`](crate::embed::settings::default_model_path)).
+    pub model_path: Option<PathBuf>,
 }
 
 /// A run that [`Engine::reload`] refused: its id and why (the error's message, which names
@@ -168,9 +175,8 @@ impl Engine {
             let snap =
                 Snapshot::open_run_verified(&self.layout.run_dir(&run_id), self.config.verify)?;
             self.snapshot.store(Some(Arc::new(snap)));
-            if let Ok(mut e) = self.auto_embedder.lock() {
-                *e = None;
-            }
+            // The automatic query embedder is kept: it is rebuilt only when a run needs
+            // another model or dimension (see `query_embedder`).
             Ok(true)
         })();
         if let Ok(mut r) = self.not_ready_reason.lock() {
@@ -338,6 +344,9 @@ impl Engine {
             .map_or(Visibility::Visible, |f| f.state))
     }
 
+    /// The embedder for text queries on `snap`: the configured one, else one built for the
+    /// run's manifest (cached while runs keep needing the same model and dimension). The
+    /// caller checks the identity against the run.
     fn query_embedder(&self, snap: &Snapshot) -> std::result::Result<Arc<dyn Embedder>, String> {
         if let Some(e) = &self.config.embedder {
             return Ok(e.clone());
@@ -346,12 +355,29 @@ impl Engine {
             .auto_embedder
             .lock()
             .map_err(|_| "embedder lock poisoned".to_owned())?;
-        if let Some(e) = cached.as_ref() {
+        let id = &snap.manifest.embedder;
+        if let Some(e) = cached.as_ref()
+            && e.identity().is_compatible(id)
+        {
             return Ok(e.clone());
         }
-        let id = &snap.manifest.embedder;
         let e: Arc<dyn Embedder> = if id.model == HASH_MODEL {
             Arc::new(HashEmbedder::new(id.dim))
+        } else if id.model == crate::embed::hash_v1::HASH_V1_MODEL {
+            Arc::new(crate::embed::HashEmbedderV1::new(id.dim))
+        } else if id.model == MINILM_MODEL {
+            let dir = self
+                .config
+                .model_path
+                .clone()
+                .unwrap_or_else(model_path_from_env);
+            // Questions fit one window: the long-text policy does not change them.
+            load_minilm(&dir, LongTexts::default()).map_err(|e| {
+                format!(
+                    "the run's reports were embedded by {} (dim {}), which cannot be loaded here: {e}",
+                    id.model, id.dim
+                )
+            })?
         } else {
             return Err(format!(
                 "the run's reports were embedded by {} (dim {}), which this engine cannot run; configure that embedder or pass a query vector",
@@ -391,6 +417,14 @@ impl Engine {
                         run_dim: run.dim,
                         query_model: id.model.clone(),
                         query_dim: id.dim,
+                    }
+                    .to_string());
+                }
+                if !id.same_weights(run) {
+                    return Err(EngineError::EmbedderWeightsMismatch {
+                        model: run.model.clone(),
+                        run_fingerprint: run.fingerprint.clone(),
+                        query_fingerprint: id.fingerprint.clone(),
                     }
                     .to_string());
                 }

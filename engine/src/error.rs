@@ -66,6 +66,28 @@ pub enum EngineError {
         /// Dimension of the query vector.
         query_dim: usize,
     },
+    /// Query and run use the same model and dimension but different weights (fingerprints).
+    #[error(
+        "embedder mismatch: the run's reports were embedded by {model} with weights {run_fingerprint}, the query embedder has weights {query_fingerprint}"
+    )]
+    EmbedderWeightsMismatch {
+        /// The model name (same on both sides).
+        model: String,
+        /// Fingerprint named in the run's manifest.
+        run_fingerprint: String,
+        /// Fingerprint of the query embedder.
+        query_fingerprint: String,
+    },
+    /// A model's files are not where they were looked for.
+    #[error(
+        "no {model} model at {path}: run `bash scripts/fetch-model.sh` or set EMBEDDING_MODEL_PATH to the model folder"
+    )]
+    ModelMissing {
+        /// The model name.
+        model: String,
+        /// The folder that was searched.
+        path: PathBuf,
+    },
     /// The embedder could not be built or failed on an input.
     #[error("embedder {model}: {reason}")]
     Embedder {

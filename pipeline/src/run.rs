@@ -21,6 +21,10 @@ use crate::link::{DocumentConcepts, DocumentLinker, LinkConfig, TermIndex, load_
 use crate::publish::{RunTables, publish};
 use crate::report::{Adjacency, PassageRef, ReportWriter, community_context};
 
+/// Texts per embedding call: enough to amortize a transformer batch, small enough that both
+/// cores get work on a few hundred reports.
+pub const EMBED_CHUNK_TEXTS: usize = 32;
+
 /// Node field of concepts found by linking.
 pub const NODE_FIELD_CONCEPT: &str = "concept";
 /// Node field of the input's own subject headings (`mesh`).
@@ -394,39 +398,35 @@ fn run_in_pool(cfg: &RunConfig) -> Result<RunSummary> {
         .collect::<Result<Vec<_>>>()?;
     phases.finish("report", bar, t, format!("{} reports", reports.len()));
 
-    // 6. Embed.
+    // 6. Embed the reports (theme search), then the documents (`find_by_meaning`'s ranking by
+    // query), each batched and parallel (see `embed_texts`).
+    let identity = cfg.embedder.identity().clone();
     let (bar, t) = phases.start("embed", Some(reports.len() as u64));
-    let texts: Vec<&str> = reports.iter().map(|r| r.full_content.as_str()).collect();
-    let embeddings: Vec<Vec<f32>> = texts
-        .par_chunks(32)
-        .map(|chunk| {
-            let v = cfg.embedder.embed_batch(chunk);
-            bar.inc(chunk.len() as u64);
-            v
-        })
-        .collect::<agrag_engine::Result<Vec<_>>>()?
-        .into_iter()
-        .flatten()
-        .collect();
+    let report_texts: Vec<&str> = reports.iter().map(|r| r.full_content.as_str()).collect();
+    let embeddings = embed_texts(cfg.embedder.as_ref(), &report_texts, "reports", &bar)?;
+    phases.finish(
+        "embed",
+        bar,
+        t,
+        format!("{} report vectors by {}", embeddings.len(), identity.model),
+    );
     let doc_texts: Vec<String> = corpus
         .documents
         .iter()
         .map(|d| format!("{}\n{}", d.title, d.passages.join("\n")))
         .collect();
+    let (bar, t) = phases.start("embed_documents", Some(doc_texts.len() as u64));
     let doc_refs: Vec<&str> = doc_texts.iter().map(String::as_str).collect();
-    let document_embeddings: Vec<Vec<f32>> = doc_refs
-        .par_chunks(32)
-        .map(|chunk| cfg.embedder.embed_batch(chunk))
-        .collect::<agrag_engine::Result<Vec<_>>>()?
-        .into_iter()
-        .flatten()
-        .collect();
-    let identity = cfg.embedder.identity().clone();
+    let document_embeddings = embed_texts(cfg.embedder.as_ref(), &doc_refs, "documents", &bar)?;
     phases.finish(
-        "embed",
+        "embed_documents",
         bar,
         t,
-        format!("{} vectors by {}", embeddings.len(), identity.model),
+        format!(
+            "{} document vectors by {}",
+            document_embeddings.len(),
+            identity.model
+        ),
     );
 
     // 7. Publish.
@@ -442,6 +442,7 @@ fn run_in_pool(cfg: &RunConfig) -> Result<RunSummary> {
         "graph": {"kind": "co-occurrence", "weight": "passages mentioning both"},
         "detection": cfg.leiden,
         "report_writer": cfg.report_writer.name(),
+        "embedding": cfg.embedder.parameters(),
         "excluded": {"passages": excluded_passages.len(), "documents": excluded_documents.len()},
     });
     let mut fp = blake3::Hasher::new();
@@ -511,4 +512,46 @@ fn run_in_pool(cfg: &RunConfig) -> Result<RunSummary> {
     phases.finish("publish", bar, t, format!("run {run_id} published"));
     summary.seconds = phases.seconds;
     Ok(summary)
+}
+
+/// Embeds `texts` with `embedder`, one vector per text in input order.
+///
+/// Texts of similar length share a batch (a transformer pads a batch to its longest text):
+/// they are sorted longest first, cut into batches of [`EMBED_CHUNK_TEXTS`], the batches run in
+/// parallel on the current Rayon pool, and the vectors go back to input order. `what` names the
+/// texts in errors.
+///
+/// # Errors
+/// The embedder's error; [`PipelineError::Internal`] when it returns another number of vectors
+/// than it was given texts.
+fn embed_texts(
+    embedder: &dyn agrag_engine::embed::Embedder,
+    texts: &[&str],
+    what: &str,
+    bar: &ProgressBar,
+) -> Result<Vec<Vec<f32>>> {
+    let mut order: Vec<usize> = (0..texts.len()).collect();
+    order.sort_by_key(|&i| std::cmp::Reverse(texts[i].len()));
+    let sorted: Vec<&str> = order.iter().map(|&i| texts[i]).collect();
+    let chunks: Vec<Vec<Vec<f32>>> = sorted
+        .par_chunks(EMBED_CHUNK_TEXTS)
+        .map(|chunk| {
+            let v = embedder.embed_batch(chunk);
+            bar.inc(chunk.len() as u64);
+            v
+        })
+        .collect::<agrag_engine::Result<Vec<_>>>()?;
+    let mut vectors: Vec<Vec<f32>> = vec![Vec::new(); texts.len()];
+    let mut returned = 0usize;
+    for (&i, v) in order.iter().zip(chunks.into_iter().flatten()) {
+        vectors[i] = v;
+        returned += 1;
+    }
+    if returned != texts.len() {
+        return Err(PipelineError::Internal(format!(
+            "the embedder returned {returned} vectors for {} {what}",
+            texts.len()
+        )));
+    }
+    Ok(vectors)
 }

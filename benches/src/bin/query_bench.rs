@@ -14,6 +14,7 @@ use std::time::Instant;
 
 use agrag_benches::common::XorShift;
 use agrag_benches::measure::rss_bytes;
+use agrag_engine::embed::hash::HASH_MODEL;
 use agrag_engine::embed::{Embedder, HashEmbedder, dot, l2_normalize};
 use agrag_engine::format::tables::{
     CommunityRow, ConceptRow, DocumentRow, EntityRow, MembershipRow, PassageRow, ReportRow,
@@ -305,7 +306,7 @@ fn themes(root: &Path, sizes: &[usize], queries: usize, space: Space) {
                 let lat = timed(queries, |i| {
                     let req = ThemeRequest {
                         query: QueryInput::Vector {
-                            model: "agrag-hash-v1".into(),
+                            model: HASH_MODEL.into(),
                             vector: vectors[i % vectors.len()].clone(),
                         },
                         scope: Scope::All,

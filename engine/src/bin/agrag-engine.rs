@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use agrag_engine::embed::EmbedderSettings;
 use agrag_engine::format::{Layout, Manifest, Verify, verify_run};
 use agrag_engine::query::evidence::{Evidence, EvidenceStatus};
 use agrag_engine::query::theme::ThemeAnswer;
@@ -219,6 +220,26 @@ fn engine_code(e: &EngineError) -> u8 {
     }
 }
 
+/// The engine configuration from `EMBEDDING_*`: an explicit embedder when the settings name
+/// one, else the run's own (MiniLM read from `EMBEDDING_MODEL_PATH` or the default folder).
+fn engine_config() -> Result<EngineConfig, (u8, anyhow::Error)> {
+    let settings = EmbedderSettings::from_env().map_err(usage)?;
+    let embedder = if settings.is_explicit() {
+        let choice = settings
+            .build()
+            .context("building the query embedder from EMBEDDING_*")
+            .map_err(usage)?;
+        Some(choice.embedder)
+    } else {
+        None
+    };
+    Ok(EngineConfig {
+        embedder,
+        model_path: Some(settings.model_path),
+        ..EngineConfig::default()
+    })
+}
+
 fn to_count(field: &'static str, v: i64) -> Result<usize, (u8, anyhow::Error)> {
     usize::try_from(v).ok().filter(|&n| n >= 1).ok_or_else(|| {
         usage(EngineError::InvalidArgument {
@@ -321,7 +342,7 @@ fn run(cli: Cli) -> CmdResult {
         } => {
             let limit = to_count("limit", limit)?;
             let support_limit = to_count("support_limit", support_limit)?;
-            let engine = Engine::open(root.path(), EngineConfig::default()).map_err(work)?;
+            let engine = Engine::open(root.path(), engine_config()?).map_err(work)?;
             let req = ThemeRequest {
                 query: QueryInput::Text(question),
                 scope: scope.map_or(Scope::All, |keys| {

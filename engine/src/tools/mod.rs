@@ -111,6 +111,7 @@ impl ToolBox {
         // The one place EMBEDDING_* becomes the engine's query embedder.
         let config = EngineConfig {
             embedder: settings.embedding.build_embedder()?,
+            model_path: settings.embedding.model_path(),
             ..EngineConfig::default()
         };
         let engine = Engine::open(settings.root.clone(), config)?;

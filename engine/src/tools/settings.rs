@@ -19,8 +19,7 @@ use std::sync::Arc;
 
 use serde::Deserialize;
 
-use crate::embed::hash::HASH_MODEL;
-use crate::embed::{Embedder, HashEmbedder};
+use crate::embed::Embedder;
 use crate::error::{EngineError, Result};
 use crate::query::Scope;
 
@@ -28,11 +27,12 @@ use crate::query::Scope;
 pub const DEFAULT_MAX_HITS: usize = 10;
 
 /// The `EMBEDDING_*` variable names, in the order they are documented.
-pub const EMBEDDING_KEYS: [&str; 4] = [
+pub const EMBEDDING_KEYS: [&str; 5] = [
     "EMBEDDING_PROVIDER",
     "EMBEDDING_MODEL",
     "EMBEDDING_MODEL_PATH",
     "EMBEDDING_DIM",
+    "EMBEDDING_LONG_TEXTS",
 ];
 
 #[derive(Debug, Default, Deserialize)]
@@ -59,6 +59,7 @@ struct FileEmbedding {
     model: Option<String>,
     model_path: Option<PathBuf>,
     dim: Option<i64>,
+    long_texts: Option<String>,
 }
 
 /// The raw `EMBEDDING_*` values after merging the config file and the environment; empty
@@ -76,58 +77,29 @@ impl EmbeddingSettings {
         self.values.get(key).cloned()
     }
 
-    /// The query embedder these settings ask for; `None` when no `EMBEDDING_*` is set (the
-    /// engine then uses the embedder the run's manifest names).
-    ///
-    /// This build runs only the built-in hash embedder: `EMBEDDING_PROVIDER=hash` (or
-    /// `EMBEDDING_MODEL=agrag-hash-v1`) with `EMBEDDING_DIM` (default 384). A configured
-    /// embedder whose model or dimension differs from the run's makes searches answer `failed`.
+    /// The query embedder these settings ask for; `None` when none of `EMBEDDING_PROVIDER`,
+    /// `EMBEDDING_MODEL`, `EMBEDDING_DIM` is set (the engine then uses the embedder the
+    /// run's manifest names). See [`EmbedderSettings`](crate::embed::EmbedderSettings) for
+    /// the values: `minilm` (all-MiniLM-L6-v2 from `EMBEDDING_MODEL_PATH`), `hash`, or
+    /// `precomputed` (the caller sends vectors). A configured embedder whose model or
+    /// dimension differs from the run's makes searches answer `failed`.
     ///
     /// # Errors
-    /// [`EngineError::InvalidArgument`] naming `EMBEDDING_PROVIDER`, `EMBEDDING_MODEL` or
-    /// `EMBEDDING_DIM` when the value is not one this build can run.
+    /// [`EngineError::InvalidArgument`] naming the `EMBEDDING_*` setting whose value cannot be
+    /// used; [`EngineError::ModelMissing`] / [`EngineError::Embedder`] when the MiniLM named
+    /// cannot be loaded.
     pub fn build_embedder(&self) -> Result<Option<Arc<dyn Embedder>>> {
-        let provider = self
-            .get("EMBEDDING_PROVIDER")
-            .map(|p| p.to_ascii_lowercase());
-        let model = self.get("EMBEDDING_MODEL");
-        let dim =
-            self.get("EMBEDDING_DIM")
-                .map(|d| {
-                    d.parse::<usize>().ok().filter(|&n| n >= 1).ok_or(
-                        EngineError::InvalidArgument {
-                            field: "EMBEDDING_DIM",
-                            value: d,
-                            expected: "an integer ≥ 1",
-                        },
-                    )
-                })
-                .transpose()?;
-        match provider.as_deref() {
-            None | Some("hash") => {}
-            Some(p) => {
-                return Err(EngineError::InvalidArgument {
-                    field: "EMBEDDING_PROVIDER",
-                    value: p.to_owned(),
-                    expected: "hash (the only embedder of this build)",
-                });
-            }
-        }
-        if let Some(m) = &model
-            && m != HASH_MODEL
-        {
-            return Err(EngineError::InvalidArgument {
-                field: "EMBEDDING_MODEL",
-                value: m.clone(),
-                expected: "agrag-hash-v1 (the only model of this build)",
-            });
-        }
-        if provider.is_none() && model.is_none() && dim.is_none() {
+        let settings = crate::embed::EmbedderSettings::from_lookup(|k| self.get(k))?;
+        if !settings.is_explicit() {
             return Ok(None);
         }
-        Ok(Some(Arc::new(
-            dim.map_or_else(HashEmbedder::default, HashEmbedder::new),
-        )))
+        Ok(Some(settings.build()?.embedder))
+    }
+
+    /// `EMBEDDING_MODEL_PATH`, when set: where the engine loads all-MiniLM-L6-v2 from when a
+    /// run needs it.
+    pub fn model_path(&self) -> Option<PathBuf> {
+        self.get("EMBEDDING_MODEL_PATH").map(PathBuf::from)
     }
 }
 
@@ -247,6 +219,7 @@ impl Settings {
             fe.model,
             fe.model_path.map(|p| p.display().to_string()),
             fe.dim.map(|d| d.to_string()),
+            fe.long_texts,
         ];
         for (key, file_value) in EMBEDDING_KEYS.into_iter().zip(from_file) {
             if let Some(v) = var(key).or(file_value.filter(|v| !v.trim().is_empty())) {
@@ -300,11 +273,20 @@ mod tests {
         })
         .unwrap_err();
         assert!(e.to_string().contains("MCP_SCOPE"), "{e}");
-        let s = Settings::load(None, |k| {
-            (k == "EMBEDDING_PROVIDER").then(|| "minilm".into())
+        let e = Settings::load(None, |k| {
+            (k == "EMBEDDING_PROVIDER").then(|| "word2vec".into())
+        })
+        .and_then(|s| s.embedding.build_embedder())
+        .unwrap_err();
+        assert!(e.to_string().contains("EMBEDDING_PROVIDER"), "{e}");
+        // An explicit MiniLM without its folder is an error naming the folder, not a fallback.
+        let s = Settings::load(None, |k| match k {
+            "EMBEDDING_PROVIDER" => Some("minilm".into()),
+            "EMBEDDING_MODEL_PATH" => Some("/nonexistent/minilm".into()),
+            _ => None,
         })
         .unwrap();
         let e = s.embedding.build_embedder().unwrap_err();
-        assert!(e.to_string().contains("EMBEDDING_PROVIDER"), "{e}");
+        assert!(e.to_string().contains("/nonexistent/minilm"), "{e}");
     }
 }

@@ -266,7 +266,7 @@ fn query_ranks_without_narrowing_and_clauses_compose() {
     let a = e.find_by_meaning(&r).unwrap();
     assert_eq!(a.status, ConceptStatus::Failed);
     assert!(
-        a.failures[0].message.contains("m2") && a.failures[0].message.contains("agrag-hash-v1")
+        a.failures[0].message.contains("m2") && a.failures[0].message.contains("agrag-hash-v2")
     );
 }
 

@@ -1,5 +1,6 @@
 //! search_themes through the IVF candidate read (runs of ≥ `ivf::MIN_ROWS` communities).
 
+use agrag_engine::embed::hash::HASH_MODEL;
 use agrag_engine::embed::{Embedder, HashEmbedder, l2_normalize};
 use agrag_engine::format::schema::report_ivf;
 use agrag_engine::format::tables::{
@@ -105,7 +106,7 @@ fn ask(engine: &Engine, i: usize, limit: usize) -> Vec<u32> {
     let a = engine
         .search_themes(&ThemeRequest {
             query: QueryInput::Vector {
-                model: "agrag-hash-v1".into(),
+                model: HASH_MODEL.into(),
                 vector: vector(i),
             },
             scope: Scope::All,

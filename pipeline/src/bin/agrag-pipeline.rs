@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use agrag_engine::embed::HashEmbedder;
+use agrag_engine::embed::{EmbedderSettings, Provider};
 use agrag_pipeline::PipelineError;
 use agrag_pipeline::detect::{DetectGraphConfig, detect_graph};
 use agrag_pipeline::leiden::{Algorithm, LeidenConfig, Objective};
@@ -204,6 +204,26 @@ fn print_summary(s: &RunSummary) {
 
 fn run_cmd(a: RunArgs) -> Result<(), (u8, anyhow::Error)> {
     let leiden = a.detection.leiden();
+    // EMBEDDING_*: MiniLM when its folder is there (or as told), else the built-in embedder
+    // with a one-line notice.
+    let settings = EmbedderSettings::from_env()
+        .context("reading EMBEDDING_*")
+        .map_err(|e| (2, e))?;
+    if settings.resolved_provider() == Provider::Precomputed {
+        return Err((
+            2,
+            anyhow::anyhow!(
+                "EMBEDDING_PROVIDER=precomputed (or an EMBEDDING_MODEL agrag cannot run) tells the engine that queries come as vectors; the pipeline must embed reports itself: use minilm or hash"
+            ),
+        ));
+    }
+    let choice = settings
+        .build()
+        .context("choosing the report embedder (EMBEDDING_*)")
+        .map_err(|e| (2, e))?;
+    if let Some(notice) = &choice.notice {
+        eprintln!("{notice}");
+    }
     let cfg = RunConfig {
         root: a.root.unwrap_or_else(default_root),
         documents: a
@@ -213,7 +233,7 @@ fn run_cmd(a: RunArgs) -> Result<(), (u8, anyhow::Error)> {
         threads: a.detection.threads,
         link: LinkConfig::default(),
         leiden,
-        embedder: Arc::new(HashEmbedder::default()),
+        embedder: choice.embedder,
         report_writer: Arc::new(ExtractiveReportWriter),
         progress: !a.json && std::io::stderr().is_terminal(),
     };

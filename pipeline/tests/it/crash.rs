@@ -66,6 +66,11 @@ impl Setup {
             .arg(&self.vocabulary)
             .env_remove(FAULT_ENV)
             .env_remove(FAULT_TRACE_ENV)
+            // Publishing is what is under test: the built-in embedder keeps each run short
+            // whether or not the MiniLM model is installed.
+            .env("EMBEDDING_PROVIDER", "hash")
+            .env_remove("EMBEDDING_MODEL")
+            .env_remove("EMBEDDING_DIM")
             .stdout(Stdio::null())
             .stderr(Stdio::piped());
         c

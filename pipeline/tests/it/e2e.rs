@@ -97,7 +97,7 @@ fn run_publishes_a_valid_snapshot_and_answers() {
             manifest.files
         );
     }
-    assert_eq!(manifest.embedder.model, "agrag-hash-v1");
+    assert_eq!(manifest.embedder.model, "agrag-hash-v2");
     let snap = Snapshot::open_run(&run_dir).unwrap();
     assert_eq!(snap.document_keys.len(), 60);
     assert_eq!(snap.entity_names.len(), summary.entities);

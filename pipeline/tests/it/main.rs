@@ -2,6 +2,9 @@
 
 // The whole job on a fixture from the real corpus; bad input; determinism of the tables.
 mod e2e;
+// The embedder identity end to end: manifest, MiniLM query embedder, mismatches answer failed,
+// precomputed vectors, the pipeline's fallback notice.
+mod embedder;
 // Linking quality: exact F1 of the `concept` field against the corpus's MeSH headings (floor).
 mod linking;
 // Community detection: quality bar vs igraph, connectivity, hierarchy, determinism, input policy.

@@ -279,7 +279,7 @@ fn every_status_is_reachable() {
         .unwrap();
     assert_eq!(a.status, Status::Failed);
     assert!(
-        a.failures[0].message.contains("agrag-hash-v1")
+        a.failures[0].message.contains("agrag-hash-v2")
             && a.failures[0].message.contains("other-model")
     );
     let mismatched = Engine::open(

@@ -1,0 +1,135 @@
+//! Retrieval measurements shared by the `theme-recall` and `embed-throughput` binaries: the
+//! embedders under test, batch embedding the way the pipeline does it, exact cosine top-k and
+//! latency percentiles.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use agrag_engine::embed::settings::model_path_from_env;
+use agrag_engine::embed::{Embedder, HashEmbedder, LongTexts, MiniLmEmbedder, dot};
+use rayon::prelude::*;
+
+/// An embedder under test and its short name (`minilm`, `hash`).
+#[derive(Debug, Clone)]
+pub struct Candidate {
+    /// Short name used on the command line and in tables.
+    pub name: String,
+    /// The embedder.
+    pub embedder: Arc<dyn Embedder>,
+}
+
+/// The embedders named in `names`: `minilm` (long texts as the mean over 254-piece windows,
+/// the default), `minilm-truncate` (long texts truncated at 256 word pieces, as
+/// sentence-transformers does), `hash`. MiniLM is read from `EMBEDDING_MODEL_PATH` (or the default folder); when
+/// it cannot be loaded it is left out and the reason is returned as a notice.
+pub fn candidates(names: &[&str]) -> (Vec<Candidate>, Vec<String>) {
+    let mut out = Vec::new();
+    let mut notices = Vec::new();
+    for &name in names {
+        match name {
+            "minilm" | "minilm-truncate" => match MiniLmEmbedder::load(&model_path_from_env()) {
+                Ok(e) => out.push(Candidate {
+                    name: name.to_owned(),
+                    embedder: Arc::new(e.with_long_texts(if name == "minilm" {
+                        LongTexts::MeanOfWindows
+                    } else {
+                        LongTexts::Truncate
+                    })),
+                }),
+                Err(e) => notices.push(format!("{name} left out: {e}")),
+            },
+            "hash" => out.push(Candidate {
+                name: name.to_owned(),
+                embedder: Arc::new(HashEmbedder::default()),
+            }),
+            other => notices.push(format!("unknown embedder {other:?} left out")),
+        }
+    }
+    (out, notices)
+}
+
+/// Embeds `texts` as the pipeline embeds reports: sorted by length, chunks of `chunk` texts in
+/// parallel on the current Rayon pool, vectors returned in input order.
+///
+/// # Panics
+/// When the embedder fails (a benchmark has nothing to report then).
+pub fn embed_all(embedder: &dyn Embedder, texts: &[&str], chunk: usize) -> Vec<Vec<f32>> {
+    let mut order: Vec<usize> = (0..texts.len()).collect();
+    order.sort_by_key(|&i| std::cmp::Reverse(texts[i].len()));
+    let sorted: Vec<&str> = order.iter().map(|&i| texts[i]).collect();
+    let chunks: Vec<Vec<Vec<f32>>> = sorted
+        .par_chunks(chunk.max(1))
+        .map(|c| embedder.embed_batch(c).expect("embedding failed"))
+        .collect();
+    let mut out = vec![Vec::new(); texts.len()];
+    for (&i, v) in order.iter().zip(chunks.into_iter().flatten()) {
+        out[i] = v;
+    }
+    out
+}
+
+/// Indices of the `k` rows of `matrix` with the largest dot product with `query`, best first
+/// (ties by lower index).
+pub fn top_k(matrix: &[Vec<f32>], query: &[f32], k: usize) -> Vec<usize> {
+    let mut scored: Vec<(f32, usize)> = matrix
+        .iter()
+        .enumerate()
+        .map(|(i, row)| (dot(row, query), i))
+        .collect();
+    scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+    scored.into_iter().take(k).map(|(_, i)| i).collect()
+}
+
+/// The `p`-th percentile (0–100, nearest rank) of `samples`, or 0 when there are none.
+pub fn percentile(samples: &[f64], p: f64) -> f64 {
+    if samples.is_empty() {
+        return 0.0;
+    }
+    let mut s = samples.to_vec();
+    s.sort_by(f64::total_cmp);
+    let rank = ((p / 100.0) * s.len() as f64).ceil() as usize;
+    s[rank.clamp(1, s.len()) - 1]
+}
+
+/// Runs `f` and returns its result with the wall time in milliseconds.
+pub fn timed_ms<T>(f: impl FnOnce() -> T) -> (T, f64) {
+    let t = Instant::now();
+    let r = f();
+    (r, t.elapsed().as_secs_f64() * 1e3)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentile_is_nearest_rank() {
+        let s: Vec<f64> = (1..=100).map(f64::from).collect();
+        assert_eq!(percentile(&s, 50.0), 50.0);
+        assert_eq!(percentile(&s, 99.0), 99.0);
+        assert_eq!(percentile(&s, 100.0), 100.0);
+        assert_eq!(percentile(&[3.0], 99.0), 3.0);
+        assert_eq!(percentile(&[], 50.0), 0.0);
+    }
+
+    #[test]
+    fn top_k_orders_by_score_then_index() {
+        let m = vec![
+            vec![0.0, 1.0],
+            vec![1.0, 0.0],
+            vec![0.6, 0.8],
+            vec![1.0, 0.0],
+        ];
+        assert_eq!(top_k(&m, &[1.0, 0.0], 3), vec![1, 3, 2]);
+    }
+
+    #[test]
+    fn embed_all_keeps_input_order() {
+        let e = HashEmbedder::new(32);
+        let texts = ["short", "a much longer text about statins", "mid length"];
+        let all = embed_all(&e, &texts, 2);
+        for (t, v) in texts.iter().zip(&all) {
+            assert_eq!(v, &e.embed(t).unwrap());
+        }
+    }
+}
