@@ -54,7 +54,7 @@ pub struct HashEmbedder {
 }
 
 /// English function words that carry no topic.
-const STOP_WORDS: &[&str] = &[
+pub(super) const STOP_WORDS: &[&str] = &[
     "a", "about", "after", "all", "also", "an", "and", "any", "are", "as", "at", "be", "been",
     "before", "being", "between", "both", "but", "by", "can", "could", "did", "do", "does",
     "during", "each", "for", "from", "had", "has", "have", "how", "however", "if", "in", "into",
@@ -158,7 +158,7 @@ fn singular(w: String) -> String {
 }
 
 /// FNV-1a, 64 bit: a fixed, published hash, so vectors never change across builds.
-fn fnv1a64(bytes: &[u8]) -> u64 {
+pub(super) fn fnv1a64(bytes: &[u8]) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     for &b in bytes {
         h ^= u64::from(b);

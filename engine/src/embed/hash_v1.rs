@@ -2,6 +2,7 @@
 //! of format version 1 among them) still answer text questions. New runs use
 //! [`HashEmbedder`](super::HashEmbedder) (`agrag-hash-v2`).
 
+use super::hash::{STOP_WORDS, fnv1a64};
 use super::{Embedder, EmbedderIdentity, l2_normalize};
 use crate::error::Result;
 
@@ -28,17 +29,6 @@ pub const HASH_V1_MODEL: &str = "agrag-hash-v1";
 pub struct HashEmbedderV1 {
     identity: EmbedderIdentity,
 }
-
-/// English function words that carry no topic.
-const STOP_WORDS: &[&str] = &[
-    "a", "about", "after", "all", "also", "an", "and", "any", "are", "as", "at", "be", "been",
-    "before", "being", "between", "both", "but", "by", "can", "could", "did", "do", "does",
-    "during", "each", "for", "from", "had", "has", "have", "how", "however", "if", "in", "into",
-    "is", "it", "its", "may", "more", "most", "no", "not", "of", "on", "or", "other", "our",
-    "over", "should", "such", "than", "that", "the", "their", "them", "there", "these", "they",
-    "this", "those", "through", "to", "under", "was", "we", "were", "what", "when", "whether",
-    "which", "while", "who", "whom", "why", "will", "with", "within", "without", "would", "you",
-];
 
 impl Default for HashEmbedderV1 {
     fn default() -> Self {
@@ -133,16 +123,6 @@ fn tokenize(text: &str) -> Vec<String> {
             }
         })
         .collect()
-}
-
-/// FNV-1a, 64 bit: a fixed, documented hash, so vectors never change across builds.
-fn fnv1a64(bytes: &[u8]) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for &b in bytes {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    h
 }
 
 impl Embedder for HashEmbedderV1 {

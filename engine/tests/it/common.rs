@@ -62,12 +62,18 @@ pub fn concept_run(
             .collect(),
         ..RunData::default()
     };
+    publish(root, &data, &embedder)
+}
+
+/// Writes `data` as a new run under `root` through the real writer and points `LATEST` at it.
+/// Returns the run id.
+pub fn publish(root: &Path, data: &RunData, embedder: &dyn Embedder) -> String {
     let run_id = new_run_id();
     let layout = Layout::new(root);
     write_run(
         &layout,
         &run_id,
-        &data,
+        data,
         embedder.identity(),
         serde_json::json!({}),
         "test".into(),

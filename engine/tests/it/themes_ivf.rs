@@ -1,12 +1,12 @@
 //! search_themes through the IVF candidate read (runs of ≥ `ivf::MIN_ROWS` communities).
 
 use agrag_engine::embed::hash::HASH_MODEL;
-use agrag_engine::embed::{Embedder, HashEmbedder, l2_normalize};
+use agrag_engine::embed::{HashEmbedder, l2_normalize};
 use agrag_engine::format::schema::report_ivf;
 use agrag_engine::format::tables::{
     CommunityRow, ConceptRow, DocumentRow, EntityRow, MembershipRow, PassageRow, ReportRow,
 };
-use agrag_engine::format::{Layout, RunData, new_run_id, write_run};
+use agrag_engine::format::{Layout, RunData};
 use agrag_engine::ivf::{CandidateSearch, MIN_ROWS};
 use agrag_engine::query::theme::Status;
 use agrag_engine::visibility::{Target, Visibility};
@@ -86,20 +86,7 @@ fn write(root: &std::path::Path, n: usize) -> String {
         data.report_embeddings.extend(vector(c));
         data.document_embeddings.extend(vector(c));
     }
-    let layout = Layout::new(root);
-    let run_id = new_run_id();
-    write_run(
-        &layout,
-        &run_id,
-        &data,
-        embedder.identity(),
-        serde_json::json!({}),
-        "test".into(),
-        serde_json::json!({}),
-    )
-    .unwrap();
-    layout.write_latest(&run_id).unwrap();
-    run_id
+    crate::common::publish(root, &data, &embedder)
 }
 
 fn ask(engine: &Engine, i: usize, limit: usize) -> Vec<u32> {
