@@ -446,6 +446,7 @@ fn concepts(root: &Path, num_docs: usize, queries: usize) {
     println!(
         "(build {build_s:.1} s, write {write_s:.1} s, open {open_ms:.0} ms, RSS after open {rss:.0} MiB; {queries} queries per row)\n"
     );
+    let mut tails = Vec::new();
     println!("| request | p50 ms | p99 ms | CPU p50 ms | CPU p99 ms | mean matches |");
     println!("|---|---:|---:|---:|---:|---:|");
     for (label, query) in [
@@ -453,18 +454,42 @@ fn concepts(root: &Path, num_docs: usize, queries: usize) {
         ("count + sample 10, BM25 query", Some("statin mortality")),
     ] {
         let mut matches = 0u64;
+        // (wall ms, term, concepts in the expanded set, matches) of every call.
+        let mut slow: Vec<(f64, String, usize, u64)> = Vec::new();
         let lat = timed(queries, |i| {
             let mut r = ConceptRequest::new(ConceptSelector::Term(
                 terms[(i * 7919) % terms.len()].clone(),
             ));
             r.query = query.map(str::to_owned);
+            let t0 = Instant::now();
             let a = engine.find_by_meaning(&r).expect("query");
+            slow.push((
+                t0.elapsed().as_secs_f64() * 1e3,
+                terms[(i * 7919) % terms.len()].clone(),
+                a.num_expanded,
+                a.total,
+            ));
             matches += a.total;
         });
         println!(
             "| {label} | {lat} | {:.0} |",
             matches as f64 / (queries + queries.min(20)) as f64
         );
+        slow.sort_by(|a, b| b.0.total_cmp(&a.0));
+        tails.push(format!(
+            "- slowest of \"{label}\": {}",
+            slow.iter()
+                .take(3)
+                .map(|(ms, term, set, total)| format!(
+                    "{term:?} {ms:.3} ms ({set} concepts, {total} matches)"
+                ))
+                .collect::<Vec<_>>()
+                .join("; ")
+        ));
+    }
+    println!();
+    for t in tails {
+        println!("{t}");
     }
 }
 

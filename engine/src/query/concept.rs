@@ -24,7 +24,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use roaring::RoaringBitmap;
+use roaring::{MultiOps, RoaringBitmap};
 use serde::Serialize;
 
 use super::Scope;
@@ -411,22 +411,32 @@ pub(crate) fn search(
         allowed = keys.iter().filter_map(|k| snap.document_index(k)).collect();
     }
     allowed -= view.hidden_documents();
-    let mut filter = RoaringBitmap::new();
-    for c in &expanded {
-        if let Some(b) = postings.get(c) {
-            filter |= b;
-        }
-    }
+    // Large unions go through one multi-way union, which ORs into bitmap containers in place:
+    // folding `|=` over dozens of array containers rebuilt a growing array at every step (the
+    // p99 of `query-bench`: 1.2 ms → 0.3 ms at 1M documents). Small ones fold, which avoids
+    // promoting a few short arrays to 8 KiB bitmaps.
+    let parts: Vec<&RoaringBitmap> = expanded.iter().filter_map(|c| postings.get(c)).collect();
+    let mut filter: RoaringBitmap = if parts.iter().map(|b| b.len()).sum::<u64>() <= 4096 {
+        parts.iter().fold(RoaringBitmap::new(), |mut acc, b| {
+            acc |= *b;
+            acc
+        })
+    } else {
+        parts.into_iter().union()
+    };
     filter &= &allowed;
 
     // Text scores, restricted to the filter: a keyword clause can only keep filter documents,
     // and the query only ranks them.
-    let shared = std::sync::Arc::new(filter.clone());
+    let shared = std::sync::OnceLock::new();
     let text = |q: &Option<String>| -> Result<Option<Scores>, String> {
         match q {
             Some(q) if !q.trim().is_empty() => snap
                 .text_index
-                .search_within(q, &shared)
+                .search_within(
+                    q,
+                    shared.get_or_init(|| std::sync::Arc::new(filter.clone())),
+                )
                 .map(|v| Some(v.into_iter().collect()))
                 .map_err(|e| e.to_string()),
             _ => Ok(None),
