@@ -4,8 +4,11 @@
 //! ```text
 //! cargo run -p agrag-benches --release --bin leiden-compare -- \
 //!     [--graphs lfr-100k,ca-condmat] [--data DIR] [--peers igraph-leiden,...] [--threads 1,2]
-//!     [--python benches/.venv/bin/python] [--timeout 900] [--json OUT.json]
+//!     [--python benches/.venv/bin/python] [--timeout 900] [--repeat 3] [--json OUT.json]
 //! ```
+//!
+//! Each implementation runs `--repeat` times (in rounds, so load on the machine hits all alike)
+//! and the run of median wall time is reported, with its CPU seconds and memory.
 //!
 //! Every measurement runs in a child process (this binary with `--child`, or
 //! `benches/peers/run_peer.py`), so peak RSS is per implementation. Wall and CPU seconds cover the
@@ -299,6 +302,10 @@ fn parent(args: &[String]) -> i32 {
             .and_then(|t| t.parse().ok())
             .unwrap_or(900),
     );
+    let repeat: usize = arg(args, "--repeat")
+        .and_then(|r| r.parse().ok())
+        .filter(|&r| r >= 1)
+        .unwrap_or(3);
     let peer_script = workspace().join("benches/peers/run_peer.py");
     let me = std::env::current_exe().expect("current exe");
     let tmp = std::env::temp_dir().join(format!("leiden-compare-{}", std::process::id()));
@@ -324,54 +331,97 @@ fn parent(args: &[String]) -> i32 {
             graph.num_edges(),
             graph.size_bytes() as f64 / 1048576.0
         );
-        let mut jobs: Vec<(String, usize, Command)> = Vec::new();
+        // (implementation, threads, program, arguments before `--edges`/positional files).
+        let mut jobs: Vec<(String, usize, PathBuf, Vec<String>)> = Vec::new();
+        let child = |which: &str, t: usize| {
+            let args = vec![
+                "--child".into(),
+                which.into(),
+                "--threads".into(),
+                t.to_string(),
+            ];
+            (which.to_string(), t, me.clone(), args)
+        };
         for which in &ours {
             for &t in &thread_counts {
-                let mut cmd = Command::new(&me);
-                cmd.args(["--child", which, "--threads", &t.to_string()]);
-                jobs.push((which.clone(), t, cmd));
+                jobs.push(child(which, t));
             }
         }
         for peer in &peers {
             if peer == "graphrs-louvain" {
-                let mut cmd = Command::new(&me);
-                cmd.args(["--child", "graphrs-louvain", "--threads", "2"]);
-                jobs.push((peer.clone(), 2, cmd));
+                jobs.push(child("graphrs-louvain", 2));
             } else if PEERS.contains(&peer.as_str()) {
                 let t = if peer.starts_with("networkit") { 2 } else { 1 };
-                let mut cmd = Command::new(&python);
-                cmd.arg(&peer_script).arg(peer);
-                cmd.args(["--threads", &t.to_string()]);
-                jobs.push((peer.clone(), t, cmd));
+                let args = vec![
+                    peer_script.display().to_string(),
+                    peer.clone(),
+                    "--threads".into(),
+                    t.to_string(),
+                ];
+                jobs.push((peer.clone(), t, python.clone(), args));
             } else {
                 eprintln!("unknown peer {peer}");
             }
         }
-        for (which, threads, mut cmd) in jobs {
-            let out = tmp.join(format!("{name}-{which}-{threads}.bin"));
-            let _ = std::fs::remove_file(&out);
-            if cmd.get_program() == me.as_os_str() {
-                cmd.arg("--edges").arg(&edges).arg("--out").arg(&out);
-            } else {
-                // run_peer.py takes EDGES OUT positionally after the peer name.
-                let mut py = Command::new(cmd.get_program());
-                let mut a: Vec<_> = cmd.get_args().map(ToOwned::to_owned).collect();
-                a.insert(2, edges.clone().into_os_string());
-                a.insert(3, out.clone().into_os_string());
-                py.args(a);
-                cmd = py;
+        // Every job runs `repeat` times, in rounds (one run of each job per round, so a burst of
+        // load on the machine hits every implementation alike); the run of median wall time is
+        // reported.
+        let mut runs: Vec<Vec<Result<Value, String>>> = vec![Vec::new(); jobs.len()];
+        for round in 0..repeat {
+            for (j, (which, threads, program, args)) in jobs.iter().enumerate() {
+                let out = tmp.join(format!("{name}-{which}-{threads}-{round}.bin"));
+                let _ = std::fs::remove_file(&out);
+                let mut cmd = Command::new(program);
+                if program == &me {
+                    cmd.args(args)
+                        .arg("--edges")
+                        .arg(&edges)
+                        .arg("--out")
+                        .arg(&out);
+                } else {
+                    // run_peer.py takes EDGES OUT positionally after the peer name.
+                    cmd.args(&args[..2]).arg(&edges).arg(&out).args(&args[2..]);
+                }
+                eprintln!(
+                    "  running {which} ({threads} thread(s)), round {} of {repeat} ...",
+                    round + 1
+                );
+                let result = run_with_timeout(cmd, timeout).and_then(|stdout| {
+                    let line = stdout.lines().last().unwrap_or("").to_string();
+                    serde_json::from_str::<Value>(&line)
+                        .map_err(|e| format!("bad output {line:?}: {e}"))
+                });
+                let result = match result {
+                    Ok(v) if v.get("skipped").is_some() => {
+                        Err(format!("skipped: {}", v["skipped"]))
+                    }
+                    Ok(mut v) => {
+                        v["membership_file"] = json!(out.display().to_string());
+                        Ok(v)
+                    }
+                    Err(e) => Err(e),
+                };
+                if let Err(e) = &result {
+                    eprintln!("    {which}: {e}");
+                }
+                runs[j].push(result);
             }
-            eprintln!("  running {which} ({threads} thread(s)) ...");
-            let result = run_with_timeout(cmd, timeout).and_then(|stdout| {
-                let line = stdout.lines().last().unwrap_or("").to_string();
-                serde_json::from_str::<Value>(&line)
-                    .map_err(|e| format!("bad output {line:?}: {e}"))
+        }
+        for ((which, threads, _, _), results) in jobs.into_iter().zip(runs) {
+            let mut ok: Vec<Value> = results.iter().filter_map(|r| r.clone().ok()).collect();
+            ok.sort_by(|a, b| {
+                let w = |v: &Value| v["wall_s"].as_f64().unwrap_or(f64::INFINITY);
+                w(a).total_cmp(&w(b))
             });
             let (mut modularity_value, mut nmi_value) = (None, None);
-            let result = match result {
-                Ok(v) if v.get("skipped").is_some() => Err(format!("skipped: {}", v["skipped"])),
-                Ok(v) => {
-                    let bytes = std::fs::read(&out).unwrap_or_default();
+            let result = match ok.get(ok.len().saturating_sub(1) / 2) {
+                None => Err(results
+                    .into_iter()
+                    .find_map(Result::err)
+                    .unwrap_or_else(|| "no run".into())),
+                Some(v) => {
+                    let file = PathBuf::from(v["membership_file"].as_str().unwrap_or_default());
+                    let bytes = std::fs::read(&file).unwrap_or_default();
                     let membership: Vec<u32> = bytes
                         .chunks_exact(4)
                         .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
@@ -379,6 +429,8 @@ fn parent(args: &[String]) -> i32 {
                     if membership.len() == graph.num_nodes() {
                         modularity_value = Some(modularity(&graph, &membership, 1.0));
                         nmi_value = truth.as_ref().map(|t| nmi(t, &membership));
+                        let mut v = v.clone();
+                        v["runs"] = json!(ok.len());
                         Ok(v)
                     } else {
                         Err(format!(
@@ -388,11 +440,7 @@ fn parent(args: &[String]) -> i32 {
                         ))
                     }
                 }
-                Err(e) => Err(e),
             };
-            if let Err(e) = &result {
-                eprintln!("    {which}: {e}");
-            }
             rows.push(Row {
                 graph: name.clone(),
                 name: which,
@@ -403,8 +451,6 @@ fn parent(args: &[String]) -> i32 {
             });
         }
     }
-    let _ = std::fs::remove_dir_all(&tmp);
-
     println!(
         "| graph | implementation | threads | wall s | CPU s | peak RSS MiB | algo RSS MiB | communities | modularity | NMI |"
     );
@@ -456,8 +502,19 @@ fn parent(args: &[String]) -> i32 {
                 .ok()
                 .and_then(|v| v["peak_rss_bytes"].as_f64())
                 .unwrap_or(f64::NAN);
+            let membership = |r: &Row| {
+                r.result
+                    .as_ref()
+                    .ok()
+                    .and_then(|v| v["membership_file"].as_str())
+                    .and_then(|f| std::fs::read(f).ok())
+            };
+            let same = match (membership(one), membership(two)) {
+                (Some(a), Some(b)) if a == b => "identical",
+                _ => "DIFFERENT",
+            };
             print!(
-                "- {name}: 2 threads {:.2}x faster than 1 thread; peak RSS {:.0} MiB vs limit 2 x CSR + 64 MiB = {:.0} MiB",
+                "- {name}: 2 threads {:.2}x faster than 1 thread (membership {same}); peak RSS {:.0} MiB vs limit 2 x CSR + 64 MiB = {:.0} MiB",
                 wall(one) / wall(two),
                 peak / 1048576.0,
                 limit / 1048576.0
@@ -473,6 +530,7 @@ fn parent(args: &[String]) -> i32 {
             println!();
         }
     }
+    let _ = std::fs::remove_dir_all(&tmp);
     if let Some(path) = arg(args, "--json") {
         let all: Vec<Value> = rows
             .iter()
