@@ -152,7 +152,7 @@ fn check_run(dir: &Path) -> Vec<String> {
         if table == "membership" && df.height() > 0 {
             let ids = df.column("run_id").unwrap().str().unwrap();
             assert!(
-                ids.into_iter().all(|v| v == Some(run_id.as_str())),
+                (0..ids.len()).all(|i| ids.get(i) == Some(run_id.as_str())),
                 "{}: run_id column",
                 path.display()
             );
