@@ -6,8 +6,10 @@ use rayon::prelude::*;
 use super::local_moving::with_accumulator;
 use crate::graph::Graph;
 
-/// Aggregate nodes per parallel task.
-const NODES_PER_TASK: usize = 512;
+/// Parallel tasks of an aggregation (blocks of communities of about equal cost).
+const BLOCKS: usize = 256;
+/// Fewest half-edges per task: below this a task costs more to schedule than to run.
+const MIN_BLOCK_COST: usize = 1 << 14;
 
 /// Groups nodes by `labels` (dense `0..k`): returns `offsets` (`k + 1`) and the nodes of each label
 /// in ascending order (`members[offsets[c]..offsets[c + 1]]`). Counting sort, **O(n + k)**.
@@ -57,17 +59,37 @@ pub(crate) fn renumber(labels: &mut [u32]) -> usize {
 /// so the resident cost is about the size of the result.
 pub(crate) fn aggregate(graph: &Graph, labels: &[u32], k: usize) -> Graph {
     let (offsets, members) = group_by_label(labels, k);
-    let num_blocks = k.div_ceil(NODES_PER_TASK);
-    let block_range = |b: usize| (b * NODES_PER_TASK, ((b + 1) * NODES_PER_TASK).min(k));
-    // Upper bound of each block's entries: the row lengths of its members.
-    let bounds: Vec<usize> = (0..num_blocks)
+    // Cost of each community: its members' row lengths, an upper bound of its entries.
+    let cost: Vec<usize> = (0..k)
         .into_par_iter()
-        .map(|b| {
-            let (lo, hi) = block_range(b);
-            members[offsets[lo]..offsets[hi]]
+        .with_min_len(1024)
+        .map(|c| {
+            members[offsets[c]..offsets[c + 1]]
                 .iter()
                 .map(|&v| graph.degree(v))
                 .sum()
+        })
+        .collect();
+    // Blocks of consecutive communities of about equal cost, one block per task. (Blocks of a
+    // fixed number of communities were uneven: the large communities hold the small labels.)
+    // A community's row does not depend on the blocks, so neither does the result.
+    let target = (cost.iter().sum::<usize>() / BLOCKS).max(MIN_BLOCK_COST);
+    let mut starts = vec![0usize];
+    let mut run = 0;
+    for (c, &x) in cost.iter().enumerate() {
+        run += x;
+        if run >= target && c + 1 < k {
+            starts.push(c + 1);
+            run = 0;
+        }
+    }
+    starts.push(k);
+    let num_blocks = starts.len() - 1;
+    let block_range = |b: usize| (starts[b], starts[b + 1]);
+    let bounds: Vec<usize> = (0..num_blocks)
+        .map(|b| {
+            let (lo, hi) = block_range(b);
+            cost[lo..hi].iter().sum()
         })
         .collect();
     let total_bound: usize = bounds.iter().sum();
@@ -90,38 +112,40 @@ pub(crate) fn aggregate(graph: &Graph, labels: &[u32], k: usize) -> Graph {
             (t_rest, w_rest, l_rest, s_rest) = (tr, wr, lr, sr);
         }
     }
-    jobs.into_par_iter().for_each(|(lo, t, w, l, sl)| {
-        with_accumulator(k, |acc| {
-            let mut write = 0;
-            for (i, (len, self_loop)) in l.iter_mut().zip(sl.iter_mut()).enumerate() {
-                let c = lo + i;
-                let mut own = 0.0;
-                let mut internal = 0.0;
-                let group = &members[offsets[c]..offsets[c + 1]];
-                acc.begin(group.iter().map(|&v| graph.degree(v)).sum());
-                for &v in group {
-                    own += graph.self_loop_weight(v);
-                    let (ts, ws) = graph.row(v);
-                    for (&u, &x) in ts.iter().zip(ws) {
-                        let d = labels[u as usize];
-                        if d as usize == c {
-                            internal += x;
-                        } else {
-                            acc.add(d, x);
+    jobs.into_par_iter()
+        .with_max_len(1)
+        .for_each(|(lo, t, w, l, sl)| {
+            with_accumulator(k, |acc| {
+                let mut write = 0;
+                for (i, (len, self_loop)) in l.iter_mut().zip(sl.iter_mut()).enumerate() {
+                    let c = lo + i;
+                    let mut own = 0.0;
+                    let mut internal = 0.0;
+                    let group = &members[offsets[c]..offsets[c + 1]];
+                    acc.begin(group.iter().map(|&v| graph.degree(v)).sum());
+                    for &v in group {
+                        own += graph.self_loop_weight(v);
+                        let (ts, ws) = graph.row(v);
+                        for (&u, &x) in ts.iter().zip(ws) {
+                            let d = labels[u as usize];
+                            if d as usize == c {
+                                internal += x;
+                            } else {
+                                acc.add(d, x);
+                            }
                         }
                     }
+                    *len = acc.touched.len();
+                    for (j, &d) in acc.touched.iter().enumerate() {
+                        t[write] = d;
+                        w[write] = acc.value_at(j);
+                        write += 1;
+                    }
+                    acc.clear();
+                    *self_loop = own + 0.5 * internal;
                 }
-                *len = acc.touched.len();
-                for (j, &d) in acc.touched.iter().enumerate() {
-                    t[write] = d;
-                    w[write] = acc.value_at(j);
-                    write += 1;
-                }
-                acc.clear();
-                *self_loop = own + 0.5 * internal;
-            }
+            });
         });
-    });
     // Compact the blocks to the left, in place.
     let mut write = 0;
     let mut start = 0;

@@ -29,30 +29,39 @@ pub(crate) fn split_disconnected(graph: &Graph, membership: &mut [u32]) -> usize
     let mut rest = &mut root[..];
     for c in 0..k {
         let (head, tail) = rest.split_at_mut(offsets[c + 1] - offsets[c]);
-        jobs.push((offsets[c], head));
+        if head.len() == 1 {
+            head[0] = offsets[c] as u32;
+        } else {
+            jobs.push((offsets[c], head));
+        }
         rest = tail;
     }
-    jobs.into_par_iter().for_each(|(start, out)| {
-        let len = out.len();
-        let mut stack: Vec<u32> = Vec::new();
-        for first in 0..len {
-            if out[first] != u32::MAX {
-                continue;
-            }
-            let id = (start + first) as u32;
-            out[first] = id;
-            stack.push(first as u32);
-            while let Some(i) = stack.pop() {
-                for &u in graph.row(members[start + i as usize]).0 {
-                    let j = position[u as usize].wrapping_sub(start as u32) as usize;
-                    if j < len && out[j] == u32::MAX {
-                        out[j] = id;
-                        stack.push(j as u32);
+    // Largest community first, one per task (sizes are skewed; see `refine`). The components
+    // found do not depend on the order.
+    jobs.sort_unstable_by_key(|(start, out)| (std::cmp::Reverse(out.len()), *start));
+    jobs.into_par_iter()
+        .with_max_len(1)
+        .for_each(|(start, out)| {
+            let len = out.len();
+            let mut stack: Vec<u32> = Vec::new();
+            for first in 0..len {
+                if out[first] != u32::MAX {
+                    continue;
+                }
+                let id = (start + first) as u32;
+                out[first] = id;
+                stack.push(first as u32);
+                while let Some(i) = stack.pop() {
+                    for &u in graph.row(members[start + i as usize]).0 {
+                        let j = position[u as usize].wrapping_sub(start as u32) as usize;
+                        if j < len && out[j] == u32::MAX {
+                            out[j] = id;
+                            stack.push(j as u32);
+                        }
                     }
                 }
             }
-        }
-    });
+        });
     for (i, &v) in members.iter().enumerate() {
         membership[v as usize] = root[i];
     }

@@ -29,6 +29,8 @@ const EMPTY: u32 = u32::MAX;
 
 /// Below this many half-edges a batch is decided on the calling thread (same result, less overhead).
 const PARALLEL_MIN_WORK: usize = 1024;
+/// Half-edges a parallel task of a batch should hold at least.
+const TASK_WORK: usize = 512;
 
 /// One level of the optimisation: a graph, its node weights and the penalty scale.
 #[derive(Clone, Copy)]
@@ -330,9 +332,13 @@ pub(crate) fn move_nodes(
                     })
                 };
                 if work >= PARALLEL_MIN_WORK {
+                    // Tasks of about `TASK_WORK` half-edges: 32 nodes of a sparse graph, a few
+                    // nodes of an aggregate graph (whose rows hold hundreds of entries, so a
+                    // batch of them used to be one task).
+                    let min_len = (batch.len() * TASK_WORK / work).clamp(1, 32);
                     batch
                         .par_iter()
-                        .with_min_len(32)
+                        .with_min_len(min_len)
                         .map(decide)
                         .collect_into_vec(&mut decisions);
                 } else {

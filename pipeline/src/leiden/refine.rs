@@ -72,16 +72,22 @@ pub(crate) fn refine(
     let mut rest = &mut out[..];
     for c in 0..num_communities {
         let (head, tail) = rest.split_at_mut(offsets[c + 1] - offsets[c]);
-        jobs.push((c, head));
+        if head.len() == 1 {
+            head[0] = offsets[c] as u32;
+        } else {
+            jobs.push((c, head));
+        }
         rest = tail;
     }
-    jobs.par_iter_mut().for_each(|(c, slice)| {
+    // Largest community first, one community per task. Sizes are skewed, and the large
+    // communities hold the small labels (labels are numbered by first appearance), so halves of
+    // the label range are far from halves of the work: with rayon's default splitting one
+    // thread refined the large communities while the other went idle after 2 % of the time.
+    // Every community has its own random stream, so the order changes nothing in the result.
+    jobs.sort_unstable_by_key(|(c, slice)| (std::cmp::Reverse(slice.len()), *c));
+    jobs.par_iter_mut().with_max_len(1).for_each(|(c, slice)| {
         let start = offsets[*c];
         let nodes = &members[start..start + slice.len()];
-        if nodes.len() == 1 {
-            slice[0] = start as u32;
-            return;
-        }
         let mut rng = Stream::new(seed, Purpose::Refine, &[stream, &[*c as u64]].concat());
         SCRATCH.with(|cell| {
             let scratch = &mut *cell.borrow_mut();
