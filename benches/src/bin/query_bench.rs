@@ -24,7 +24,8 @@ use agrag_engine::ivf::{CandidateSearch, Probe};
 use agrag_engine::query::theme::top_k;
 use agrag_engine::visibility::{Target, Visibility, VisibilityStore};
 use agrag_engine::{
-    ConceptRequest, ConceptSelector, Engine, EngineConfig, QueryInput, Scope, ThemeRequest,
+    ConceptRequest, ConceptSelector, Direction, Engine, EngineConfig, QueryInput, Scope,
+    ThemeRequest,
 };
 
 fn percentile(sorted: &[f64], p: f64) -> f64 {
@@ -449,9 +450,20 @@ fn concepts(root: &Path, num_docs: usize, queries: usize) {
     let mut tails = Vec::new();
     println!("| request | p50 ms | p99 ms | CPU p50 ms | CPU p99 ms | mean matches |");
     println!("|---|---:|---:|---:|---:|---:|");
-    for (label, query) in [
-        ("count + sample 10, no query", None),
-        ("count + sample 10, BM25 query", Some("statin mortality")),
+    for (label, query, direction) in [
+        ("count + sample 10, no query", None, Direction::Forward),
+        (
+            "count + sample 10, BM25 query",
+            Some("statin mortality"),
+            Direction::Forward,
+        ),
+        // Not under a target: the same terms expanded downwards, to their narrower concepts
+        // (a broad heading takes in thousands of descendants).
+        (
+            "count + sample 10, no query, downwards",
+            None,
+            Direction::Reverse,
+        ),
     ] {
         let mut matches = 0u64;
         // (wall ms, term, concepts in the expanded set, matches) of every call.
@@ -461,6 +473,7 @@ fn concepts(root: &Path, num_docs: usize, queries: usize) {
                 terms[(i * 7919) % terms.len()].clone(),
             ));
             r.query = query.map(str::to_owned);
+            r.direction = direction;
             let t0 = Instant::now();
             let a = engine.find_by_meaning(&r).expect("query");
             slow.push((
