@@ -437,8 +437,17 @@ pub(crate) fn move_nodes(
     outcome
 }
 
+/// Rows up to this long are accumulated in two arrays on the stack with a linear search: after
+/// the first sweep a node's neighbours sit in a handful of communities, and scanning those few
+/// labels is cheaper than hashing into the [`Accumulator`].
+const SHORT_ROW: usize = 32;
+
 /// The community `v` should join against the given state: its own label when no move improves
 /// the quality, [`EMPTY`] when being alone is best.
+///
+/// Both ways of accumulating (short rows on the stack, longer ones in the [`Accumulator`]) list
+/// the labels in order of first appearance and sum each label's weights in row order, so they
+/// decide identically.
 #[inline]
 fn best_community(
     level: Level<'_>,
@@ -449,23 +458,69 @@ fn best_community(
     acc: &mut Accumulator,
 ) -> Decision {
     let own = membership[v as usize];
-    let s = level.node_weights[v as usize];
-    let lambda = level.lambda;
     let (ts, ws) = level.graph.row(v);
     let mut row_weight = 0.0;
-    acc.begin(ts.len());
     let mut batch_bits = 0u64;
+    if ts.len() <= SHORT_ROW {
+        let mut labels = [0u32; SHORT_ROW];
+        let mut weights = [0.0f64; SHORT_ROW];
+        let mut k = 0;
+        for (&u, &w) in ts.iter().zip(ws) {
+            let c = membership[u as usize];
+            match labels[..k].iter().position(|&x| x == c) {
+                Some(i) => weights[i] += w,
+                None => {
+                    labels[k] = c;
+                    weights[k] = w;
+                    k += 1;
+                }
+            }
+            row_weight += w;
+            batch_bits |= in_batch[u as usize / 64] & (1 << (u % 64));
+        }
+        let w_own = labels[..k]
+            .iter()
+            .position(|&x| x == own)
+            .map_or(0.0, |i| weights[i]);
+        let found = labels[..k]
+            .iter()
+            .copied()
+            .zip(weights[..k].iter().copied());
+        return choose(level, totals, v, own, w_own, row_weight, batch_bits, found);
+    }
+    acc.begin(ts.len());
     for (&u, &w) in ts.iter().zip(ws) {
         acc.add(membership[u as usize], w);
         row_weight += w;
         batch_bits |= in_batch[u as usize / 64] & (1 << (u % 64));
     }
     let w_own = acc.get(own);
+    let found = (0..acc.touched.len()).map(|i| (acc.touched[i], acc.value_at(i)));
+    let decision = choose(level, totals, v, own, w_own, row_weight, batch_bits, found);
+    acc.clear();
+    decision
+}
+
+/// The decision of [`best_community`] from the weights of `v` to each neighbouring community
+/// (`found`, in order of first appearance; ties keep the first).
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn choose(
+    level: Level<'_>,
+    totals: &[f64],
+    v: u32,
+    own: u32,
+    w_own: f64,
+    row_weight: f64,
+    batch_bits: u64,
+    found: impl Iterator<Item = (u32, f64)>,
+) -> Decision {
+    let s = level.node_weights[v as usize];
+    let lambda = level.lambda;
     let stay = w_own - lambda * s * (totals[own as usize] - s);
     let (mut best, mut best_gain, mut best_w) = (own, stay, w_own);
-    for (i, &c) in acc.touched.iter().enumerate() {
+    for (c, w) in found {
         if c != own {
-            let w = acc.value_at(i);
             let gain = w - lambda * s * totals[c as usize];
             if gain > best_gain {
                 best = c;
@@ -474,7 +529,6 @@ fn best_community(
             }
         }
     }
-    acc.clear();
     let target = if improves(0.0, best_gain, row_weight) && improves(0.0, stay, row_weight) {
         best_w = 0.0;
         EMPTY
