@@ -342,8 +342,15 @@ pub(crate) fn run(graph: &Graph, config: &LeidenConfig) -> Partition {
             }
         }
     }
+    let t = std::time::Instant::now();
     let num_communities = components::split_disconnected(graph, &mut membership);
+    let split_seconds = t.elapsed().as_secs_f64();
     let quality = quality::quality(graph, &membership, config.objective, config.resolution);
+    tracing::debug!(
+        split_seconds,
+        quality_seconds = t.elapsed().as_secs_f64() - split_seconds,
+        "leiden: connected components and quality"
+    );
     Partition {
         membership,
         num_communities,
