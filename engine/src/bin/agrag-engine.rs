@@ -6,8 +6,9 @@ use std::process::ExitCode;
 
 use agrag_engine::embed::EmbedderSettings;
 use agrag_engine::format::{Layout, Manifest, Verify, verify_run};
+use agrag_engine::query::concept::ConceptStatus;
 use agrag_engine::query::evidence::{Evidence, EvidenceStatus};
-use agrag_engine::query::theme::ThemeAnswer;
+use agrag_engine::query::theme::{Status, ThemeAnswer};
 use agrag_engine::visibility::{Target, Visibility};
 use agrag_engine::{
     ConceptRequest, ConceptSelector, Direction, Engine, EngineConfig, EngineError, QueryInput,
@@ -15,6 +16,22 @@ use agrag_engine::{
 };
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
+
+/// `println!` that ends the process quietly with exit 0 when standard output is a closed pipe
+/// (`agrag-… | head`), and with exit 1 and a message on any other write error, instead of
+/// panicking as `println!` does.
+macro_rules! println {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        if let Err(e) = writeln!(std::io::stdout(), $($arg)*) {
+            if e.kind() == std::io::ErrorKind::BrokenPipe {
+                std::process::exit(0);
+            }
+            eprintln!("error: cannot write to standard output: {e}");
+            std::process::exit(1);
+        }
+    }};
+}
 
 #[derive(Parser)]
 #[command(
@@ -367,7 +384,17 @@ fn run(cli: Cli) -> CmdResult {
                     println!("not ready: {r}");
                 }
             }
-            Ok(())
+            // The answer is printed either way; the exit code says the work could not be done.
+            match answer.status {
+                Status::Failed | Status::IndexNotReady => Err(work(anyhow::anyhow!(
+                    "search_themes answered {} (see the answer above)",
+                    serde_json::to_value(answer.status)
+                        .map_err(work)?
+                        .as_str()
+                        .unwrap_or("?")
+                ))),
+                _ => Ok(()),
+            }
         }
         Command::Concepts {
             root,
@@ -442,8 +469,19 @@ fn run(cli: Cli) -> CmdResult {
             let answer = engine
                 .find_by_meaning(&req)
                 .map_err(|e| (engine_code(&e), e.into()))?;
+            let outcome = match answer.status {
+                ConceptStatus::Failed | ConceptStatus::IndexNotReady => Err(work(anyhow::anyhow!(
+                    "find_by_meaning answered {} (see the answer above)",
+                    serde_json::to_value(answer.status)
+                        .map_err(work)?
+                        .as_str()
+                        .unwrap_or("?")
+                ))),
+                _ => Ok(()),
+            };
             if json {
-                return json_out(&answer);
+                json_out(&answer)?;
+                return outcome;
             }
             println!(
                 "status: {}",
@@ -466,7 +504,7 @@ fn run(cli: Cli) -> CmdResult {
                     h.matched.join(", ")
                 );
             }
-            Ok(())
+            outcome
         }
         Command::Evidence { root, json, ids } => {
             let engine = Engine::open(root.path(), EngineConfig::default()).map_err(work)?;

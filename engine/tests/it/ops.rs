@@ -317,3 +317,50 @@ fn verify_names_the_file_that_failed() {
         );
     }
 }
+
+/// A query the engine could not answer prints its answer and exits 1 (README: exit codes).
+#[test]
+fn a_query_answered_index_not_ready_exits_1() {
+    let dir = tempfile::tempdir().unwrap();
+    for (command, name) in [("themes", "search_themes"), ("concepts", "find_by_meaning")] {
+        let mut cmd = engine_bin();
+        cmd.args([command, "--root"]).arg(dir.path());
+        if command == "concepts" {
+            cmd.args(["--term", "aspirin"]);
+        } else {
+            cmd.arg("aspirin");
+        }
+        let out = cmd.output().unwrap();
+        let (stdout, stderr) = (
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr),
+        );
+        assert_eq!(out.status.code(), Some(1), "{command}: {stdout} {stderr}");
+        assert!(stdout.contains("status: index_not_ready"), "{stdout}");
+        assert!(
+            stderr.contains(&format!("{name} answered index_not_ready")),
+            "{stderr}"
+        );
+    }
+}
+
+/// Output into a closed pipe (`agrag-engine … | head`) ends quietly with exit 0, not a panic.
+#[test]
+fn output_into_a_closed_pipe_ends_quietly() {
+    let dir = tempfile::tempdir().unwrap();
+    run_with(dir.path(), "doc-a");
+    let mut child = engine_bin()
+        .args(["themes", "--root"])
+        .arg(dir.path())
+        .arg("aspirin")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Close the reading end before the engine has opened the run and printed anything.
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}

@@ -16,6 +16,22 @@ use agrag_pipeline::run::{RunConfig, RunSummary, run};
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+/// `println!` that ends the process quietly with exit 0 when standard output is a closed pipe
+/// (`agrag-… | head`), and with exit 1 and a message on any other write error, instead of
+/// panicking as `println!` does.
+macro_rules! println {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        if let Err(e) = writeln!(std::io::stdout(), $($arg)*) {
+            if e.kind() == std::io::ErrorKind::BrokenPipe {
+                std::process::exit(0);
+            }
+            eprintln!("error: cannot write to standard output: {e}");
+            std::process::exit(1);
+        }
+    }};
+}
+
 #[derive(Parser)]
 #[command(
     name = "agrag-pipeline",
