@@ -73,15 +73,19 @@ pub struct DetectGraphReport {
     pub membership_rows: usize,
 }
 
+/// Most worker threads a run or a detection may ask for (each is an OS thread; more than this
+/// only costs memory and scheduling).
+pub const MAX_THREADS: usize = 1024;
+
 /// Reads `config.edges`, runs [`hierarchical_leiden`] in a Rayon pool of `config.threads`
 /// threads, writes the membership Parquet file when `config.membership_out` is set, and reports.
 ///
 /// # Errors
-/// * [`PipelineError::InvalidConfig`] for `threads = Some(0)` or a config that fails
+/// * [`PipelineError::InvalidConfig`] for `threads` outside `1..=`[`MAX_THREADS`] or a config that fails
 ///   [`LeidenConfig::validate`] (checked before the file is read).
 /// * [`PipelineError::Io`] / [`PipelineError::Parse`] from reading the edge list, naming
 ///   `path:line`.
-/// * [`PipelineError::Io`] when the membership file cannot be created,
+/// * [`PipelineError::Write`] when the membership file cannot be created,
 ///   [`PipelineError::Engine`] (Parquet) when it cannot be written.
 /// * [`PipelineError::Internal`] when the thread pool cannot be built.
 ///
@@ -89,11 +93,13 @@ pub struct DetectGraphReport {
 /// The membership is identical for any thread count; only `run_id` and timings change.
 pub fn detect_graph(config: &DetectGraphConfig) -> Result<DetectGraphReport> {
     config.leiden.validate()?;
-    if config.threads == Some(0) {
+    if let Some(t) = config.threads
+        && !(1..=MAX_THREADS).contains(&t)
+    {
         return Err(PipelineError::InvalidConfig {
             field: "threads",
-            value: "0".into(),
-            expected: "an integer >= 1",
+            value: t.to_string(),
+            expected: "an integer from 1 to 1024",
         });
     }
     let mut builder = rayon::ThreadPoolBuilder::new();
@@ -139,14 +145,14 @@ pub fn detect_graph(config: &DetectGraphConfig) -> Result<DetectGraphReport> {
 /// and `format_version` in the file's key-value metadata, as the engine writes its tables.
 ///
 /// # Errors
-/// [`PipelineError::Io`] when the file cannot be created; [`PipelineError::Engine`] wrapping
+/// [`PipelineError::Write`] when the file cannot be created; [`PipelineError::Engine`] wrapping
 /// `EngineError::Parquet` when writing fails.
 ///
 /// # Complexity
 /// Time **O(R log R)** for R rows; memory: the row list plus one row group.
 pub fn write_membership(path: &Path, run_id: &str, hierarchy: &Hierarchy) -> Result<usize> {
     let rows = hierarchy.membership();
-    let file = File::create(path).map_err(|source| PipelineError::Io {
+    let file = File::create(path).map_err(|source| PipelineError::Write {
         path: path.to_path_buf(),
         source,
     })?;
@@ -380,7 +386,7 @@ mod tests {
         };
         assert!(matches!(
             detect_graph(&config),
-            Err(PipelineError::Io { .. })
+            Err(PipelineError::Write { .. })
         ));
     }
 }

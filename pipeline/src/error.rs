@@ -17,6 +17,14 @@ pub enum PipelineError {
         /// The underlying error.
         source: std::io::Error,
     },
+    /// An output file could not be created or written.
+    #[error("cannot write {path}")]
+    Write {
+        /// The file.
+        path: PathBuf,
+        /// The underlying error.
+        source: std::io::Error,
+    },
     /// A line or record of an input file is malformed.
     #[error("{path}:{line}: {reason}")]
     Parse {

@@ -151,11 +151,13 @@ impl Phases {
 /// the snapshot ([`PipelineError::Engine`]).
 pub fn run(cfg: &RunConfig) -> Result<RunSummary> {
     cfg.leiden.validate()?;
-    if cfg.threads == Some(0) {
+    if let Some(t) = cfg.threads
+        && !(1..=crate::detect::MAX_THREADS).contains(&t)
+    {
         return Err(PipelineError::InvalidConfig {
             field: "threads",
-            value: "0".into(),
-            expected: "at least 1",
+            value: t.to_string(),
+            expected: "an integer from 1 to 1024",
         });
     }
     let pool = rayon::ThreadPoolBuilder::new()

@@ -179,6 +179,7 @@ fn is_bad_input(e: &PipelineError) -> bool {
     matches!(
         e,
         PipelineError::Io { .. }
+            | PipelineError::Write { .. }
             | PipelineError::Parse { .. }
             | PipelineError::EmptyInput { .. }
             | PipelineError::DuplicateKey { .. }

@@ -19,14 +19,16 @@ use crate::error::{PipelineError, Result};
 /// `shared/data/graphs/*.edges.tsv.gz`.
 ///
 /// The graph has `max id + 1` nodes, so an isolated node whose id is larger than every id in the
-/// file cannot be expressed (build such a graph with [`Graph::from_edges`]). Duplicate, reciprocal,
+/// file cannot be expressed (build such a graph with [`Graph::from_edges`]). Ids are indices, not
+/// labels: a file whose largest id would make more than `2 × edges + 2^20` nodes is refused
+/// rather than allocated for. Duplicate, reciprocal,
 /// zero-weight and self-loop edges follow the policy of [`Graph::from_edges`].
 ///
 /// # Errors
 /// * [`PipelineError::Io`] when the file cannot be opened, read or decompressed.
 /// * [`PipelineError::Parse`] naming `path:line` for a line with fewer than two or more than three
 ///   fields, an id that is not a `u32` below `u32::MAX`, or a weight that does not parse or is NaN,
-///   infinite or negative.
+///   infinite or negative; naming the line of the largest id when ids are too sparse (above).
 ///
 /// # Complexity
 /// Time **O(|E| log d_max)**, one streaming pass over the file; memory: the edges are held once
@@ -51,12 +53,23 @@ pub fn read_edge_list(path: &Path) -> Result<Graph> {
         Box::new(file)
     };
     let edges = parse_edges(reader, path)?;
-    let num_nodes = edges
-        .pairs
-        .iter()
-        .map(|&[u, v]| u.max(v) as usize + 1)
-        .max()
-        .unwrap_or(0);
+    let num_nodes = edges.max_id.map_or(0, |(m, _)| m as usize + 1);
+    // Ids are indices: a file of few edges with a huge id would allocate for every id below it
+    // (4 billion nodes for one edge `0 4294967294`) before anything could be said.
+    if let Some((max_id, line)) = edges.max_id
+        && num_nodes > max_nodes(edges.pairs.len())
+    {
+        return Err(PipelineError::Parse {
+            path: path.to_path_buf(),
+            line,
+            reason: format!(
+                "node id {max_id} would make a graph of {num_nodes} nodes for {} edges: ids are \
+                 0-based indices, so renumber the nodes densely (at most {} nodes for this file)",
+                edges.pairs.len(),
+                max_nodes(edges.pairs.len())
+            ),
+        });
+    }
     let mut builder = CsrBuilder::new(num_nodes);
     for (i, &[u, v]) in edges.pairs.iter().enumerate() {
         builder.count(u, v, edges.weight(i));
@@ -69,10 +82,18 @@ pub fn read_edge_list(path: &Path) -> Result<Graph> {
     Ok(builder.finish())
 }
 
+/// Most nodes a file of `num_edges` edges may make: every edge could bring two new nodes, plus
+/// room for up to 2^20 isolated ids in between.
+fn max_nodes(num_edges: usize) -> usize {
+    2 * num_edges + (1 << 20)
+}
+
 /// Parsed edges: 8 bytes per edge, plus 8 for weights only once a weight other than 1 appears.
 struct Edges {
     pairs: Vec<[u32; 2]>,
     weights: Option<Vec<f64>>,
+    /// The largest id and the line it first appears on.
+    max_id: Option<(u32, u64)>,
 }
 
 impl Edges {
@@ -87,6 +108,7 @@ fn parse_edges(mut reader: impl BufRead, path: &Path) -> Result<Edges> {
     let mut edges = Edges {
         pairs: Vec::new(),
         weights: None,
+        max_id: None,
     };
     let mut line = Vec::with_capacity(128);
     let mut line_no = 0u64;
@@ -144,6 +166,9 @@ fn parse_edges(mut reader: impl BufRead, path: &Path) -> Result<Edges> {
         if w != 1.0 && edges.weights.is_none() {
             edges.weights = Some(vec![1.0; edges.pairs.len()]);
         }
+        if edges.max_id.is_none_or(|(m, _)| u.max(v) > m) {
+            edges.max_id = Some((u.max(v), line_no));
+        }
         edges.pairs.push([u, v]);
         if let Some(ws) = &mut edges.weights {
             ws.push(w);
@@ -154,7 +179,7 @@ fn parse_edges(mut reader: impl BufRead, path: &Path) -> Result<Edges> {
 
 fn bad_id(field: &[u8]) -> String {
     format!(
-        "node id {:?} is not an integer in 0..4294967295",
+        "node id {:?} is not an integer from 0 to 4294967294",
         String::from_utf8_lossy(field)
     )
 }
@@ -216,6 +241,12 @@ mod tests {
             ("0 1 inf\n", 1, "weight inf"),
             ("0 1 1 1\n", 1, "more than three"),
             ("0 4294967295\n", 1, "node id"),
+            // Sparse ids: refused (naming the line of the largest) before any allocation.
+            (
+                "0 1\n# c\n5 4294967294\n2 3\n",
+                3,
+                "renumber the nodes densely",
+            ),
         ];
         for (text, line, needle) in cases {
             let path = write(&dir, "e.tsv", text, false);
