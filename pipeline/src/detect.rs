@@ -386,7 +386,18 @@ mod tests {
         };
         assert!(matches!(
             detect_graph(&config),
-            Err(PipelineError::Write { .. })
+            Err(PipelineError::Io { .. })
+        ));
+        let config = DetectGraphConfig {
+            threads: Some(MAX_THREADS + 1),
+            ..config
+        };
+        assert!(matches!(
+            detect_graph(&config),
+            Err(PipelineError::InvalidConfig {
+                field: "threads",
+                ..
+            })
         ));
     }
 }

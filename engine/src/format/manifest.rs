@@ -53,12 +53,13 @@ pub struct FileEntry {
 }
 
 impl Manifest {
-    /// Reads and parses `dir/manifest.json`, checks it against `dir/manifest.blake3` when
-    /// that exists, and checks its format version.
+    /// Reads and parses `dir/manifest.json`, checks it against `dir/manifest.blake3` (which
+    /// must exist), and checks its format version.
     ///
     /// # Errors
     /// [`EngineError::Io`] when it cannot be read, [`EngineError::Corrupt`] when it is not a
-    /// manifest or its checksum differs, [`EngineError::UnsupportedFormat`] for an unknown
+    /// manifest, its checksum differs or `manifest.blake3` is missing,
+    /// [`EngineError::UnsupportedFormat`] for an unknown
     /// `format_version`.
     pub fn read(dir: &Path) -> Result<Self> {
         let path = dir.join(MANIFEST_FILE);
@@ -77,7 +78,14 @@ impl Manifest {
                     ));
                 }
             }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            // Every run, the golden run of format 1 included, is written with it: a run without
+            // it has lost it, and then nothing would tell an edited manifest from a good one.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(EngineError::corrupt(
+                    &sum_path,
+                    format!("missing, so {MANIFEST_FILE} cannot be checked"),
+                ));
+            }
             Err(e) => return Err(EngineError::io(sum_path, e)),
         }
         Self::parse(&bytes).map_err(|e| match e {

@@ -238,6 +238,9 @@ fn damaged_files_are_refused_and_the_previous_run_keeps_serving() {
         std::fs::write(p, b).unwrap();
     });
     assert!(r.contains("manifest.blake3 says"), "{r}");
+    // Without its checksum file an edited manifest could not be told from a good one.
+    let r = refused_with_previous_kept("manifest.blake3", |p| std::fs::remove_file(p).unwrap());
+    assert!(r.starts_with("missing, so manifest.json"), "{r}");
 }
 
 #[test]
