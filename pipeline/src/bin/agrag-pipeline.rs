@@ -307,26 +307,39 @@ fn main() -> ExitCode {
         Command::Run(a) => run_cmd(a),
         Command::DetectGraph(a) => detect_cmd(a),
         Command::Gc { root, keep } => {
-            let layout = agrag_engine::format::Layout::new(root.unwrap_or_else(default_root));
-            match layout.gc(keep) {
-                Ok(removed) => {
-                    for id in &removed {
-                        println!("removed run {id}");
+            let root = root.unwrap_or_else(default_root);
+            let layout = agrag_engine::format::Layout::new(&root);
+            if !root.join("runs").is_dir() {
+                // A mistyped --root would otherwise report "0 runs removed" and look like success.
+                Err((
+                    2,
+                    anyhow::anyhow!(
+                        "gc failed: {} is not a snapshot root (it has no runs/ folder)",
+                        root.display()
+                    ),
+                ))
+            } else {
+                match layout.gc(keep) {
+                    Ok(removed) => {
+                        for id in &removed {
+                            println!("removed run {id}");
+                        }
+                        println!(
+                            "{} runs removed, {} kept",
+                            removed.len(),
+                            layout.list_runs().map_or(0, |r| r.len())
+                        );
+                        Ok(())
                     }
-                    println!(
-                        "{} runs removed, {} kept",
-                        removed.len(),
-                        layout.list_runs().map_or(0, |r| r.len())
-                    );
-                    Ok(())
-                }
-                Err(e) => {
-                    let code = if matches!(e, agrag_engine::EngineError::InvalidArgument { .. }) {
-                        2
-                    } else {
-                        1
-                    };
-                    Err((code, anyhow::Error::new(e).context("gc failed")))
+                    Err(e) => {
+                        let code = if matches!(e, agrag_engine::EngineError::InvalidArgument { .. })
+                        {
+                            2
+                        } else {
+                            1
+                        };
+                        Err((code, anyhow::Error::new(e).context("gc failed")))
+                    }
                 }
             }
         }

@@ -297,3 +297,17 @@ fn a_failed_run_keeps_the_published_one() {
     );
     assert_eq!(layout.list_runs().unwrap(), vec![first.run_id]);
 }
+
+/// `gc` on a mistyped root says so (exit 2) instead of reporting "0 runs removed".
+#[test]
+fn gc_refuses_a_folder_that_is_not_a_snapshot_root() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = pipeline_bin()
+        .args(["gc", "--keep", "1", "--root"])
+        .arg(dir.path().join("typo"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("is not a snapshot root"), "{stderr}");
+}
