@@ -530,6 +530,23 @@ fn run(cli: Cli) -> CmdResult {
                     .set_visibility(t, key, state, reason.as_deref())
                     .map_err(|e| (engine_code(&e), e.into()))?;
                 println!("{key}: {}", state.as_str());
+                // Flags are keyed by stable ids and may name what a later run will hold, so an
+                // unknown key is stored; but a typo should not pass unnoticed.
+                if let Ok(view) = engine.view()
+                    && let Some(snap) = view.snapshot()
+                {
+                    let known = match t {
+                        Target::Passage => snap.passage_index(key).is_some(),
+                        Target::Document => snap.document_index(key).is_some(),
+                    };
+                    if !known {
+                        eprintln!(
+                            "warning: the served run {} has no {} {key:?}; the flag is stored and applies once a run holds it",
+                            snap.run_id(),
+                            t.as_str()
+                        );
+                    }
+                }
                 Ok(())
             }
             VisibilityCommand::Get { root, target } => {

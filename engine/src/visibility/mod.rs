@@ -76,7 +76,8 @@ pub enum Target {
 }
 
 impl Target {
-    fn as_str(self) -> &'static str {
+    /// `passage` or `document`.
+    pub fn as_str(self) -> &'static str {
         match self {
             Self::Passage => "passage",
             Self::Document => "document",
