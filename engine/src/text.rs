@@ -171,11 +171,7 @@ impl TextIndex {
     ///
     /// # Errors
     /// [`EngineError::Internal`] when the search fails.
-    pub fn search_within(
-        &self,
-        query: &str,
-        within: &Arc<RoaringBitmap>,
-    ) -> Result<Vec<(u32, f32)>> {
+    pub fn search_within(&self, query: &str, within: &RoaringBitmap) -> Result<Vec<(u32, f32)>> {
         let searcher = self.reader.searcher();
         let parser = QueryParser::for_index(&self.index, vec![self.fields.title, self.fields.body]);
         let (q, _errors) = parser.parse_query_lenient(query);
@@ -211,9 +207,9 @@ enum RowSet {
 }
 
 impl RowSet {
-    fn new(rows: &Arc<RoaringBitmap>) -> Self {
+    fn new(rows: &RoaringBitmap) -> Self {
         if rows.len() < DENSE_FROM {
-            return Self::Sparse(rows.clone());
+            return Self::Sparse(Arc::new(rows.clone()));
         }
         let max = rows.max().unwrap_or(0) as usize;
         let mut bits = vec![0u64; max / 64 + 1];
@@ -298,13 +294,12 @@ mod tests {
             .filter(|r| r % 7 == 3 || r % 1000 == 0)
             .collect();
         assert!(rows.len() >= DENSE_FROM);
-        let rows = Arc::new(rows);
         let dense = RowSet::new(&rows);
         assert!(matches!(dense, RowSet::Dense(_)));
         for r in (0..250_000u32).chain([u32::MAX - 1, u32::MAX]) {
             assert_eq!(dense.contains(r), rows.contains(r), "row {r}");
         }
-        let small = Arc::new(RoaringBitmap::from_iter([5u32, 9, 4_000_000]));
+        let small = RoaringBitmap::from_iter([5u32, 9, 4_000_000]);
         let sparse = RowSet::new(&small);
         assert!(matches!(sparse, RowSet::Sparse(_)));
         assert!(sparse.contains(4_000_000) && !sparse.contains(6));

@@ -15,17 +15,11 @@
 
 use std::path::{Path, PathBuf};
 
+use agrag_benches::common::arg;
 use agrag_benches::retrieval::{candidates, embed_all, percentile, timed_ms};
 use agrag_engine::embed::MiniLmEmbedder;
 use agrag_engine::embed::settings::model_path_from_env;
 use agrag_pipeline::ingest::read_jsonl;
-
-fn arg<'a>(args: &'a [String], name: &str) -> Option<&'a str> {
-    args.iter()
-        .position(|a| a == name)
-        .and_then(|i| args.get(i + 1))
-        .map(String::as_str)
-}
 
 fn list(args: &[String], name: &str, default: &str) -> Vec<usize> {
     arg(args, name)

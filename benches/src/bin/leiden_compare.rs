@@ -20,10 +20,11 @@
 
 use std::collections::BTreeMap;
 use std::io::Read;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use agrag_benches::common::{arg, workspace};
 use agrag_benches::measure::{cpu_seconds, peak_rss_bytes, reset_peak_rss};
 use agrag_benches::nmi::{nmi, read_ground_truth};
 use agrag_pipeline::graph::{Graph, read_edge_list};
@@ -47,17 +48,6 @@ fn main() {
         parent(&args)
     };
     std::process::exit(code);
-}
-
-fn arg<'a>(args: &'a [String], name: &str) -> Option<&'a str> {
-    args.iter()
-        .position(|a| a == name)
-        .and_then(|i| args.get(i + 1))
-        .map(String::as_str)
-}
-
-fn workspace() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
 /// `--child IMPL --edges FILE --out FILE --threads N`: one measurement, one JSON line.

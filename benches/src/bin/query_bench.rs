@@ -466,8 +466,9 @@ fn concepts(root: &Path, num_docs: usize, queries: usize) {
         ),
     ] {
         let mut matches = 0u64;
-        // (wall ms, term, concepts in the expanded set, matches) of every call.
-        let mut slow: Vec<(f64, String, usize, u64)> = Vec::new();
+        // (wall ms, index of the term, concepts in the expanded set, matches) of every call;
+        // the term itself is looked up after the timing.
+        let mut slow: Vec<(f64, usize, usize, u64)> = Vec::new();
         let lat = timed(queries, |i| {
             let mut r = ConceptRequest::new(ConceptSelector::Term(
                 terms[(i * 7919) % terms.len()].clone(),
@@ -478,7 +479,7 @@ fn concepts(root: &Path, num_docs: usize, queries: usize) {
             let a = engine.find_by_meaning(&r).expect("query");
             slow.push((
                 t0.elapsed().as_secs_f64() * 1e3,
-                terms[(i * 7919) % terms.len()].clone(),
+                (i * 7919) % terms.len(),
                 a.num_expanded,
                 a.total,
             ));
@@ -493,8 +494,9 @@ fn concepts(root: &Path, num_docs: usize, queries: usize) {
             "- slowest of \"{label}\": {}",
             slow.iter()
                 .take(3)
-                .map(|(ms, term, set, total)| format!(
-                    "{term:?} {ms:.3} ms ({set} concepts, {total} matches)"
+                .map(|&(ms, term, set, total)| format!(
+                    "{:?} {ms:.3} ms ({set} concepts, {total} matches)",
+                    terms[term]
                 ))
                 .collect::<Vec<_>>()
                 .join("; ")

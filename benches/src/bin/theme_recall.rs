@@ -26,6 +26,7 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use agrag_benches::common::{arg, workspace};
 use agrag_benches::retrieval::{Candidate, candidates, embed_all, percentile, timed_ms, top_k};
 use agrag_engine::query::theme::Status;
 use agrag_engine::{Engine, EngineConfig, QueryInput, Scope, ThemeRequest};
@@ -34,17 +35,6 @@ use agrag_pipeline::leiden::LeidenConfig;
 use agrag_pipeline::link::LinkConfig;
 use agrag_pipeline::report::ExtractiveReportWriter;
 use agrag_pipeline::run::{EMBED_CHUNK_TEXTS, RunConfig, run};
-
-fn arg<'a>(args: &'a [String], name: &str) -> Option<&'a str> {
-    args.iter()
-        .position(|a| a == name)
-        .and_then(|i| args.get(i + 1))
-        .map(String::as_str)
-}
-
-fn workspace() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
 
 /// One embedder's figures.
 struct Row {

@@ -276,21 +276,31 @@ fn snippet(text: &str, n: usize) -> String {
     }
 }
 
+/// The snake_case name of a status or state (its JSON form).
+fn name_of(value: impl serde::Serialize) -> String {
+    serde_json::to_value(value)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_else(|| "?".to_owned())
+}
+
+/// Exit 1 after printing an answer whose `status` says the work could not be done (`failed`,
+/// `index_not_ready`): README's "1 failure of the work".
+fn unanswered(tool: &str, status: impl serde::Serialize) -> CmdResult {
+    Err(work(anyhow::anyhow!(
+        "{tool} answered {} (see the answer above)",
+        name_of(status)
+    )))
+}
+
 fn print_themes(engine: &Engine, a: &ThemeAnswer) -> CmdResult {
     let state = match a.index_state {
-        Some(s) => serde_json::to_value(s)
-            .map_err(work)?
-            .as_str()
-            .unwrap_or("?")
-            .to_owned(),
+        Some(s) => name_of(s),
         None => "null".to_owned(),
     };
     println!(
         "status: {}  truncated: {}  index_state: {}  run: {}",
-        serde_json::to_value(a.status)
-            .map_err(work)?
-            .as_str()
-            .unwrap_or("?"),
+        name_of(a.status),
         a.truncated,
         state,
         a.run_id.as_deref().unwrap_or("-")
@@ -386,13 +396,9 @@ fn run(cli: Cli) -> CmdResult {
             }
             // The answer is printed either way; the exit code says the work could not be done.
             match answer.status {
-                Status::Failed | Status::IndexNotReady => Err(work(anyhow::anyhow!(
-                    "search_themes answered {} (see the answer above)",
-                    serde_json::to_value(answer.status)
-                        .map_err(work)?
-                        .as_str()
-                        .unwrap_or("?")
-                ))),
+                Status::Failed | Status::IndexNotReady => {
+                    unanswered("search_themes", answer.status)
+                }
                 _ => Ok(()),
             }
         }
@@ -470,26 +476,16 @@ fn run(cli: Cli) -> CmdResult {
                 .find_by_meaning(&req)
                 .map_err(|e| (engine_code(&e), e.into()))?;
             let outcome = match answer.status {
-                ConceptStatus::Failed | ConceptStatus::IndexNotReady => Err(work(anyhow::anyhow!(
-                    "find_by_meaning answered {} (see the answer above)",
-                    serde_json::to_value(answer.status)
-                        .map_err(work)?
-                        .as_str()
-                        .unwrap_or("?")
-                ))),
+                ConceptStatus::Failed | ConceptStatus::IndexNotReady => {
+                    unanswered("find_by_meaning", answer.status)
+                }
                 _ => Ok(()),
             };
             if json {
                 json_out(&answer)?;
                 return outcome;
             }
-            println!(
-                "status: {}",
-                serde_json::to_value(answer.status)
-                    .map_err(work)?
-                    .as_str()
-                    .unwrap_or("?")
-            );
+            println!("status: {}", name_of(answer.status));
             println!("{}", answer.text);
             for f in &answer.failures {
                 println!("failure [{}]: {}", f.leg, f.message);

@@ -428,15 +428,11 @@ pub(crate) fn search(
 
     // Text scores, restricted to the filter: a keyword clause can only keep filter documents,
     // and the query only ranks them.
-    let shared = std::sync::OnceLock::new();
     let text = |q: &Option<String>| -> Result<Option<Scores>, String> {
         match q {
             Some(q) if !q.trim().is_empty() => snap
                 .text_index
-                .search_within(
-                    q,
-                    shared.get_or_init(|| std::sync::Arc::new(filter.clone())),
-                )
+                .search_within(q, &filter)
                 .map(|v| Some(v.into_iter().collect()))
                 .map_err(|e| e.to_string()),
             _ => Ok(None),

@@ -49,6 +49,19 @@ fn publish(root: &Path, documents: PathBuf, embedder: Arc<dyn Embedder>) -> Mani
     Manifest::read(&Layout::new(root).run_dir(&summary.run_id)).unwrap()
 }
 
+/// An engine with no embedder configured (it loads the run's own, MiniLM from `model_path`).
+fn open_following_the_run(root: &Path, model_path: PathBuf) -> Engine {
+    Engine::open(
+        root,
+        EngineConfig {
+            embedder: None,
+            model_path: Some(model_path),
+            ..EngineConfig::default()
+        },
+    )
+    .unwrap()
+}
+
 /// all-MiniLM-L6-v2, or `None` when its folder is absent: the skip and its reason go straight
 /// to stderr (not captured by the harness). `AGRAG_REQUIRE_MODEL=1` (set by `.ci/run` after
 /// fetching) turns absence into a failure.
@@ -138,15 +151,7 @@ fn minilm_run_without_the_model_answers_failed_naming_the_folder() {
         Arc::new(Impostor::new("blake3:0000")),
     );
     let nowhere = dir.path().join("no-model-here");
-    let engine = Engine::open(
-        &root,
-        EngineConfig {
-            embedder: None,
-            model_path: Some(nowhere.clone()),
-            ..EngineConfig::default()
-        },
-    )
-    .unwrap();
+    let engine = open_following_the_run(&root, nowhere.clone());
     let a = ask(&engine, "Do statins reduce mortality?");
     assert_eq!(a.status, Status::Failed);
     let msg = &a.failures[0].message;
@@ -167,15 +172,7 @@ fn minilm_run_queried_with_other_weights_answers_failed_naming_both_fingerprints
         small_corpus(dir.path(), 8),
         Arc::new(Impostor::new("blake3:0000")),
     );
-    let engine = Engine::open(
-        &root,
-        EngineConfig {
-            embedder: None,
-            model_path: Some(model_path_from_env()),
-            ..EngineConfig::default()
-        },
-    )
-    .unwrap();
+    let engine = open_following_the_run(&root, model_path_from_env());
     let a = ask(&engine, "Do statins reduce mortality?");
     assert_eq!(a.status, Status::Failed);
     let msg = &a.failures[0].message;
@@ -201,15 +198,7 @@ fn minilm_run_end_to_end() {
     );
 
     // With no embedder configured the engine loads MiniLM for this run and answers.
-    let engine = Engine::open(
-        &root,
-        EngineConfig {
-            embedder: None,
-            model_path: Some(model_path_from_env()),
-            ..EngineConfig::default()
-        },
-    )
-    .unwrap();
+    let engine = open_following_the_run(&root, model_path_from_env());
     let a = ask(
         &engine,
         "Do mitochondria play a role in programmed cell death?",
