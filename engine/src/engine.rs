@@ -174,6 +174,11 @@ impl Engine {
             }
             let snap =
                 Snapshot::open_run_verified(&self.layout.run_dir(&run_id), self.config.verify)?;
+            // Clear the refusal before the new run becomes visible, so that nobody sees the new
+            // run served next to the refusal it ends.
+            if let Ok(mut r) = self.refused.lock() {
+                *r = None;
+            }
             self.snapshot.store(Some(Arc::new(snap)));
             // The automatic query embedder is kept: it is rebuilt only when a run needs
             // another model or dimension (see `query_embedder`).
