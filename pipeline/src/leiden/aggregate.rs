@@ -8,6 +8,8 @@ use crate::graph::Graph;
 
 /// Parallel tasks of an aggregation (blocks of communities of about equal cost).
 const BLOCKS: usize = 256;
+/// Neighbour labels read ahead at a time.
+const GATHER: usize = 32;
 /// Fewest half-edges per task: below this a task costs more to schedule than to run.
 const MIN_BLOCK_COST: usize = 1 << 14;
 
@@ -126,12 +128,19 @@ pub(crate) fn aggregate(graph: &Graph, labels: &[u32], k: usize) -> Graph {
                     for &v in group {
                         own += graph.self_loop_weight(v);
                         let (ts, ws) = graph.row(v);
-                        for (&u, &x) in ts.iter().zip(ws) {
-                            let d = labels[u as usize];
-                            if d as usize == c {
-                                internal += x;
-                            } else {
-                                acc.add(d, x);
+                        // Labels gathered in chunks by a loop without branches, so that their
+                        // random loads overlap.
+                        let mut gathered = [0u32; GATHER];
+                        for (ts, ws) in ts.chunks(GATHER).zip(ws.chunks(GATHER)) {
+                            for (slot, &u) in gathered.iter_mut().zip(ts) {
+                                *slot = labels[u as usize];
+                            }
+                            for (&d, &x) in gathered.iter().zip(ws) {
+                                if d as usize == c {
+                                    internal += x;
+                                } else {
+                                    acc.add(d, x);
+                                }
                             }
                         }
                     }

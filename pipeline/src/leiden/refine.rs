@@ -146,13 +146,20 @@ fn refine_one(
     for (i, &v) in nodes.iter().enumerate() {
         let (ts, ws) = level.graph.row(v);
         let mut inside = 0.0;
-        for (&u, &w) in ts.iter().zip(ws) {
-            // `u` is in this community iff its grouped position falls in this community's range.
-            let j = position[u as usize].wrapping_sub(start as u32);
-            if (j as usize) < len {
-                s.local_targets.push(j);
-                s.local_weights.push(w);
-                inside += w;
+        // `u` is in this community iff its grouped position falls in this community's range.
+        // The positions are gathered in chunks by a loop without branches, so that their random
+        // loads overlap.
+        let mut gathered = [0u32; 32];
+        for (ts, ws) in ts.chunks(32).zip(ws.chunks(32)) {
+            for (slot, &u) in gathered.iter_mut().zip(ts) {
+                *slot = position[u as usize].wrapping_sub(start as u32);
+            }
+            for (&j, &w) in gathered.iter().zip(ws) {
+                if (j as usize) < len {
+                    s.local_targets.push(j);
+                    s.local_weights.push(w);
+                    inside += w;
+                }
             }
         }
         s.local_offsets.push(s.local_targets.len());
