@@ -23,10 +23,18 @@ const ROWS_PER_TASK: usize = 4096;
 ///
 /// Conventions follow igraph's modularity: a self-loop of weight `w` adds `2w` to the weighted
 /// degree of its node and `w` to [`Graph::total_weight`].
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct Graph {
-    /// `offsets[u]..offsets[u + 1]` is the row of `u` in `targets` / `weights`.
+    /// `offsets[u]..offsets[u + 1]` is the row of `u` in `targets` / `weights` (`offsets[u]` is
+    /// only its start when `row_ends` is not empty).
     offsets: Vec<usize>,
+    /// Empty for a compact CSR. Otherwise the end of each row: row `u` is
+    /// `offsets[u]..row_ends[u]`, and the entries up to the next row's start are unused. Only the
+    /// optimiser's aggregate graphs, written in place into regions sized by an upper bound, have
+    /// such gaps; their pages are never written, so they cost address space but no memory.
+    row_ends: Vec<usize>,
+    /// Number of entries in the rows (all of `targets` for a compact CSR).
+    half_edges: usize,
     /// Neighbor ids, sorted within each row.
     targets: Vec<u32>,
     /// Weights aligned with `targets`, all finite and `> 0`; when `unit_weights`, only
@@ -42,6 +50,17 @@ pub struct Graph {
     total_weight: f64,
     /// Number of distinct undirected pairs, self-loops included.
     num_edges: usize,
+}
+
+/// Graphs are equal when they have the same nodes, rows (in order), self-loops and degrees,
+/// however their rows are laid out in memory.
+impl PartialEq for Graph {
+    fn eq(&self, other: &Graph) -> bool {
+        self.num_nodes() == other.num_nodes()
+            && self.self_loops == other.self_loops
+            && self.degrees == other.degrees
+            && (0..self.num_nodes() as u32).all(|u| self.row(u) == other.row(u))
+    }
 }
 
 impl Graph {
@@ -129,29 +148,58 @@ impl Graph {
         weights: Vec<f64>,
         self_loops: Vec<f64>,
     ) -> Graph {
-        debug_assert_eq!(offsets.len(), self_loops.len() + 1);
-        debug_assert_eq!(targets.len(), weights.len());
+        Graph::from_gapped_parts(offsets, Vec::new(), targets, weights, self_loops)
+    }
+
+    /// [`Graph::from_csr_parts`] for rows with gaps between them: row `u` is
+    /// `offsets[u]..row_ends[u]` (`row_ends` empty: a compact CSR). Rows must not overlap.
+    pub(crate) fn from_gapped_parts(
+        offsets: Vec<usize>,
+        row_ends: Vec<usize>,
+        targets: Vec<u32>,
+        weights: Vec<f64>,
+        self_loops: Vec<f64>,
+    ) -> Graph {
         let n = self_loops.len();
-        let degrees: Vec<f64> = (0..n)
+        debug_assert_eq!(offsets.len(), n + 1);
+        debug_assert!(row_ends.is_empty() || row_ends.len() == n);
+        debug_assert_eq!(targets.len(), weights.len());
+        let end = |u: usize| {
+            if row_ends.is_empty() {
+                offsets[u + 1]
+            } else {
+                row_ends[u]
+            }
+        };
+        // Per row: weight sum and whether every weight is 1.0.
+        let rows: Vec<(f64, bool)> = (0..n)
             .into_par_iter()
             .with_min_len(ROWS_PER_TASK)
             .map(|u| {
-                let row: f64 = weights[offsets[u]..offsets[u + 1]].iter().sum();
-                row + 2.0 * self_loops[u]
+                let row = &weights[offsets[u]..end(u)];
+                (
+                    row.iter().sum::<f64>() + 2.0 * self_loops[u],
+                    row.iter().all(|&w| w == 1.0),
+                )
             })
             .collect();
+        let degrees: Vec<f64> = rows.iter().map(|&(d, _)| d).collect();
+        let unit_weights = rows.iter().all(|&(_, unit)| unit);
+        drop(rows);
+        let half_edges = (0..n).map(|u| end(u) - offsets[u]).sum::<usize>();
         // Fixed-size chunks summed in order: the total does not depend on the thread count.
         let total_weight = chunked_sum(&degrees) / 2.0;
-        let num_edges = targets.len() / 2 + self_loops.iter().filter(|&&w| w > 0.0).count();
-        let unit_weights = weights.par_iter().all(|&w| w == 1.0);
+        let num_edges = half_edges / 2 + self_loops.iter().filter(|&&w| w > 0.0).count();
         let weights = if unit_weights {
-            let longest = offsets.windows(2).map(|r| r[1] - r[0]).max().unwrap_or(0);
+            let longest = (0..n).map(|u| end(u) - offsets[u]).max().unwrap_or(0);
             vec![1.0; longest]
         } else {
             weights
         };
         Graph {
             offsets,
+            row_ends,
+            half_edges,
             targets,
             weights,
             unit_weights,
@@ -192,7 +240,8 @@ impl Graph {
     #[track_caller]
     #[inline]
     pub fn row(&self, u: u32) -> (&[u32], &[f64]) {
-        let (start, end) = (self.offsets[u as usize], self.offsets[u as usize + 1]);
+        let start = self.offsets[u as usize];
+        let end = self.row_end(u);
         let weights = if self.unit_weights {
             &self.weights[..end - start]
         } else {
@@ -203,7 +252,24 @@ impl Graph {
 
     /// Number of stored half-edges (`2·|E|` minus self-loops): the length of all rows together.
     pub fn num_half_edges(&self) -> usize {
-        self.targets.len()
+        self.half_edges
+    }
+
+    /// Whether the rows have gaps between them (an aggregate graph of the optimiser).
+    #[cfg(test)]
+    pub(crate) fn row_ends_are_gapped(&self) -> bool {
+        !self.row_ends.is_empty()
+            && (0..self.num_nodes()).any(|u| self.row_ends[u] != self.offsets[u + 1])
+    }
+
+    /// End of the row of `u` in `targets` / `weights`.
+    #[inline]
+    fn row_end(&self, u: u32) -> usize {
+        if self.row_ends.is_empty() {
+            self.offsets[u as usize + 1]
+        } else {
+            self.row_ends[u as usize]
+        }
     }
 
     /// Number of neighbors of `u` other than `u` itself.
@@ -213,7 +279,7 @@ impl Graph {
     #[track_caller]
     #[inline]
     pub fn degree(&self, u: u32) -> usize {
-        self.offsets[u as usize + 1] - self.offsets[u as usize]
+        self.row_end(u) - self.offsets[u as usize]
     }
 
     /// Weight of the self-loop of `u` (`0.0` when there is none).
@@ -249,11 +315,22 @@ impl Graph {
     }
 
     /// Heap memory held by the CSR arrays (offsets, neighbor ids, weights, self-loops, degrees),
-    /// in bytes.
+    /// in bytes. (For the optimiser's aggregate graphs, whose rows have unwritten gaps between
+    /// them, it counts the rows' entries, not the gaps.)
     pub fn size_bytes(&self) -> usize {
-        self.offsets.capacity() * size_of::<usize>()
-            + self.targets.capacity() * size_of::<u32>()
-            + self.weights.capacity() * size_of::<f64>()
+        let entries = if self.row_ends.is_empty() {
+            self.targets.capacity()
+        } else {
+            self.half_edges
+        };
+        let weights = if self.unit_weights {
+            self.weights.capacity()
+        } else {
+            entries
+        };
+        (self.offsets.capacity() + self.row_ends.capacity()) * size_of::<usize>()
+            + entries * size_of::<u32>()
+            + weights * size_of::<f64>()
             + self.self_loops.capacity() * size_of::<f64>()
             + self.degrees.capacity() * size_of::<f64>()
     }

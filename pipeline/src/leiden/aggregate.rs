@@ -57,8 +57,8 @@ pub(crate) fn renumber(labels: &mut [u32]) -> usize {
 /// rows in CSR order), so the result does not depend on the thread count.
 ///
 /// Memory: the rows are written in place into arrays sized by an upper bound (the members' row
-/// lengths), then compacted; pages past the compacted length are never touched or are released,
-/// so the resident cost is about the size of the result.
+/// lengths, per block of communities) and stay there, with unused gaps after each block; the
+/// gaps' pages are never written, so the resident cost is about the size of the result.
 pub(crate) fn aggregate(graph: &Graph, labels: &[u32], k: usize) -> Graph {
     let (offsets, members) = group_by_label(labels, k);
     // Cost of each community: its members' row lengths, an upper bound of its entries.
@@ -155,31 +155,25 @@ pub(crate) fn aggregate(graph: &Graph, labels: &[u32], k: usize) -> Graph {
                 }
             });
         });
-    // Compact the blocks to the left, in place.
-    let mut write = 0;
-    let mut start = 0;
+    // The rows stay where their blocks wrote them, with gaps between blocks: compacting them
+    // would write into the gaps' pages while the later blocks' pages are still resident (about a
+    // fifth more memory at the peak on lfr-1m-fast), and the gaps' pages are never written.
+    let mut row_starts = Vec::with_capacity(k + 1);
+    let mut row_ends = Vec::with_capacity(k);
+    let mut region = 0;
     for (b, &bound) in bounds.iter().enumerate() {
         let (lo, hi) = block_range(b);
-        let used: usize = lens[lo..hi].iter().sum();
-        if start != write {
-            targets.copy_within(start..start + used, write);
-            weights.copy_within(start..start + used, write);
+        let mut at = region;
+        for &len in &lens[lo..hi] {
+            row_starts.push(at);
+            at += len;
+            row_ends.push(at);
         }
-        write += used;
-        start += bound;
+        region += bound;
     }
-    targets.truncate(write);
-    targets.shrink_to_fit();
-    weights.truncate(write);
-    weights.shrink_to_fit();
-    let mut csr_offsets = Vec::with_capacity(k + 1);
-    csr_offsets.push(0usize);
-    let mut acc = 0;
-    for len in lens {
-        acc += len;
-        csr_offsets.push(acc);
-    }
-    Graph::from_csr_parts(csr_offsets, targets, weights, self_loops)
+    row_starts.push(region);
+    drop(lens);
+    Graph::from_gapped_parts(row_starts, row_ends, targets, weights, self_loops)
 }
 
 #[cfg(test)]
@@ -215,6 +209,58 @@ mod tests {
             let (a, b) = (cpm(&g, &flat, 0.3), cpm_weighted(&agg, &part, &sizes, 0.3));
             assert!((a - b).abs() < 1e-12, "{a} vs {b}");
         }
+    }
+
+    /// Many blocks, hence rows with gaps between blocks: every row, self-loop and degree matches
+    /// a graph built edge by edge from the summed community pairs.
+    #[test]
+    fn gapped_aggregate_matches_the_summed_edges() {
+        let n = 30_000u32;
+        // A deterministic pseudo-random multigraph with weights 1 and 2.5.
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let edges: Vec<(u32, u32, f64)> = (0..120_000)
+            .map(|i| {
+                let (u, v) = ((next() % n as u64) as u32, (next() % n as u64) as u32);
+                (u, v, if i % 7 == 0 { 2.5 } else { 1.0 })
+            })
+            .collect();
+        let g = Graph::from_edges(n as usize, &edges).unwrap();
+        let labels: Vec<u32> = (0..n).map(|v| (v * 7919) % 9001).collect();
+        let k = 9001;
+        let agg = aggregate(&g, &labels, k);
+        assert!(agg.row_ends_are_gapped(), "the test needs several blocks");
+        let summed: Vec<(u32, u32, f64)> = edges
+            .iter()
+            .map(|&(u, v, w)| (labels[u as usize], labels[v as usize], w))
+            .collect();
+        let expected = Graph::from_edges(k, &summed).unwrap();
+        assert_eq!(agg.num_half_edges(), expected.num_half_edges());
+        assert_eq!(agg.num_edges(), expected.num_edges());
+        for c in 0..k as u32 {
+            let mut row: Vec<(u32, f64)> = agg.neighbors(c).collect();
+            row.sort_by_key(|&(d, _)| d);
+            let want: Vec<(u32, f64)> = expected.neighbors(c).collect();
+            assert_eq!(row.len(), want.len(), "row {c}");
+            for (&(d, w), &(e, x)) in row.iter().zip(&want) {
+                assert_eq!(d, e, "row {c}");
+                assert!((w - x).abs() < 1e-9, "row {c}: {w} vs {x}");
+            }
+            assert!((agg.self_loop_weight(c) - expected.self_loop_weight(c)).abs() < 1e-9);
+            assert!((agg.weighted_degree(c) - expected.weighted_degree(c)).abs() < 1e-9);
+        }
+        // Aggregating the gapped graph again (as the next level does) reads its rows alone.
+        let pairs: Vec<u32> = (0..k as u32).map(|c| c / 2).collect();
+        let again = aggregate(&agg, &pairs, k.div_ceil(2));
+        let direct: Vec<u32> = labels.iter().map(|&c| c / 2).collect();
+        let from_original = aggregate(&g, &direct, k.div_ceil(2));
+        assert_eq!(again.num_half_edges(), from_original.num_half_edges());
+        assert!((again.total_weight() - g.total_weight()).abs() < 1e-6);
     }
 
     #[test]

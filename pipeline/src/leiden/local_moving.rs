@@ -63,8 +63,8 @@ pub(crate) struct MoveOutcome {
 /// least 512 nodes, so that a batch of a graph of tens of thousands of nodes is worth splitting
 /// between threads (at 180 nodes, 2 threads decided ca-condmat's batches only 1.25x faster).
 pub(crate) fn batch_size(n: usize) -> usize {
-    const SEQUENTIAL_BELOW: usize = 4096;
-    if n < SEQUENTIAL_BELOW {
+    const SMALL_GRAPH: usize = 4096;
+    if n < SMALL_GRAPH {
         (n / 128).clamp(1, 2048)
     } else {
         (n / 128).clamp(512, 2048)
