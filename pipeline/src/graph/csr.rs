@@ -4,6 +4,68 @@ use rayon::prelude::*;
 
 use crate::error::{PipelineError, Result};
 
+/// Largest integer up to which every integer is exact in `f32`.
+const F32_EXACT: f64 = (1u32 << 24) as f64;
+
+/// Storage of a CSR's weights.
+#[derive(Debug, Clone)]
+pub(crate) enum WeightStore {
+    /// `f64` per entry (or the shared slice of ones of a unit-weight graph).
+    F64(Vec<f64>),
+    /// `f32` per entry, each an integer (the aggregates of a graph that [`Graph::sums_fit_f32`]).
+    F32(Vec<f32>),
+}
+
+impl WeightStore {
+    fn len(&self) -> usize {
+        match self {
+            WeightStore::F64(w) => w.len(),
+            WeightStore::F32(w) => w.len(),
+        }
+    }
+}
+
+/// The weights of one row of a [`Graph`], aligned with its neighbor ids: `f64`, or `f32` in the
+/// optimiser's aggregate graphs of an integer-weighted graph (whose weights are then integers up
+/// to 2^24, exact in `f32`). Hot loops match once per row and run generic over the element type
+/// (`W: Copy + Into<f64>`); [`RowWeights::get`] reads one weight.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum RowWeights<'a> {
+    /// `f64` weights.
+    F64(&'a [f64]),
+    /// `f32` weights, each an integer.
+    F32(&'a [f32]),
+}
+
+impl RowWeights<'_> {
+    /// The `i`-th weight.
+    ///
+    /// # Panics
+    /// When `i` is past the row's end.
+    #[inline]
+    pub fn get(&self, i: usize) -> f64 {
+        match self {
+            RowWeights::F64(w) => w[i],
+            RowWeights::F32(w) => f64::from(w[i]),
+        }
+    }
+
+    /// Number of weights (the row's length).
+    #[inline]
+    pub fn len(&self) -> usize {
+        match self {
+            RowWeights::F64(w) => w.len(),
+            RowWeights::F32(w) => w.len(),
+        }
+    }
+
+    /// Whether the row is empty.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
 /// Rows per parallel task when a CSR is sorted or scanned.
 const ROWS_PER_TASK: usize = 4096;
 
@@ -19,7 +81,9 @@ const ROWS_PER_TASK: usize = 4096;
 /// `24·|E| + 24·|V|` bytes ([`Graph::size_bytes`]). A graph whose edge weights are all `1.0` (an
 /// unweighted input) stores no weight per half-edge: its rows share one slice of ones as long as
 /// the longest row, so it takes about `8·|E| + 24·|V|` bytes, and a sweep over its rows reads a
-/// third of the memory.
+/// third of the memory. The optimiser's aggregate graphs of an integer-weighted graph whose
+/// total weight is at most 2^24 store their weights as `f32` (exact: they are integers up to
+/// that total), 8 bytes per half-edge instead of 12 ([`RowWeights`]).
 ///
 /// Conventions follow igraph's modularity: a self-loop of weight `w` adds `2w` to the weighted
 /// degree of its node and `w` to [`Graph::total_weight`].
@@ -39,9 +103,11 @@ pub struct Graph {
     targets: Vec<u32>,
     /// Weights aligned with `targets`, all finite and `> 0`; when `unit_weights`, only
     /// `max degree` ones, shared by every row.
-    weights: Vec<f64>,
+    weights: WeightStore,
     /// Whether every edge weight is `1.0` (`weights` is then the shared slice of ones).
     unit_weights: bool,
+    /// Whether every edge weight is an integer.
+    integral: bool,
     /// Self-loop weight of each node (`0.0` when it has none).
     self_loops: Vec<f64>,
     /// Weighted degree of each node: row sum plus twice the self-loop.
@@ -59,7 +125,7 @@ impl PartialEq for Graph {
         self.num_nodes() == other.num_nodes()
             && self.self_loops == other.self_loops
             && self.degrees == other.degrees
-            && (0..self.num_nodes() as u32).all(|u| self.row(u) == other.row(u))
+            && (0..self.num_nodes() as u32).all(|u| self.neighbors(u).eq(other.neighbors(u)))
     }
 }
 
@@ -148,7 +214,13 @@ impl Graph {
         weights: Vec<f64>,
         self_loops: Vec<f64>,
     ) -> Graph {
-        Graph::from_gapped_parts(offsets, Vec::new(), targets, weights, self_loops)
+        Graph::from_gapped_parts(
+            offsets,
+            Vec::new(),
+            targets,
+            WeightStore::F64(weights),
+            self_loops,
+        )
     }
 
     /// [`Graph::from_csr_parts`] for rows with gaps between them: row `u` is
@@ -157,13 +229,14 @@ impl Graph {
         offsets: Vec<usize>,
         row_ends: Vec<usize>,
         targets: Vec<u32>,
-        weights: Vec<f64>,
+        weights: WeightStore,
         self_loops: Vec<f64>,
     ) -> Graph {
         let n = self_loops.len();
         debug_assert_eq!(offsets.len(), n + 1);
         debug_assert!(row_ends.is_empty() || row_ends.len() == n);
         debug_assert_eq!(targets.len(), weights.len());
+        let narrow = matches!(weights, WeightStore::F32(_));
         let end = |u: usize| {
             if row_ends.is_empty() {
                 offsets[u + 1]
@@ -171,28 +244,42 @@ impl Graph {
                 row_ends[u]
             }
         };
-        // Per row: weight sum and whether every weight is 1.0.
-        let rows: Vec<(f64, bool)> = (0..n)
+        // Weighted degrees (row sums in row order, then the self-loop twice).
+        let degrees: Vec<f64> = (0..n)
             .into_par_iter()
             .with_min_len(ROWS_PER_TASK)
             .map(|u| {
-                let row = &weights[offsets[u]..end(u)];
-                (
-                    row.iter().sum::<f64>() + 2.0 * self_loops[u],
-                    row.iter().all(|&w| w == 1.0),
-                )
+                let row = match &weights {
+                    WeightStore::F64(w) => w[offsets[u]..end(u)].iter().sum::<f64>(),
+                    WeightStore::F32(w) => {
+                        w[offsets[u]..end(u)].iter().map(|&x| f64::from(x)).sum()
+                    }
+                };
+                row + 2.0 * self_loops[u]
             })
             .collect();
-        let degrees: Vec<f64> = rows.iter().map(|&(d, _)| d).collect();
-        let unit_weights = rows.iter().all(|&(_, unit)| unit);
-        drop(rows);
+        let (unit_weights, integral) = match &weights {
+            WeightStore::F64(w) => (0..n)
+                .into_par_iter()
+                .with_min_len(ROWS_PER_TASK)
+                .map(|u| {
+                    let row = &w[offsets[u]..end(u)];
+                    (
+                        row.iter().all(|&x| x == 1.0),
+                        row.iter().all(|&x| x.fract() == 0.0),
+                    )
+                })
+                .reduce(|| (true, true), |a, b| (a.0 && b.0, a.1 && b.1)),
+            WeightStore::F32(_) => (false, true),
+        };
+        debug_assert!(!narrow || integral);
         let half_edges = (0..n).map(|u| end(u) - offsets[u]).sum::<usize>();
         // Fixed-size chunks summed in order: the total does not depend on the thread count.
         let total_weight = chunked_sum(&degrees) / 2.0;
         let num_edges = half_edges / 2 + self_loops.iter().filter(|&&w| w > 0.0).count();
         let weights = if unit_weights {
             let longest = (0..n).map(|u| end(u) - offsets[u]).max().unwrap_or(0);
-            vec![1.0; longest]
+            WeightStore::F64(vec![1.0; longest])
         } else {
             weights
         };
@@ -203,6 +290,7 @@ impl Graph {
             targets,
             weights,
             unit_weights,
+            integral,
             self_loops,
             degrees,
             total_weight,
@@ -230,24 +318,32 @@ impl Graph {
     #[track_caller]
     pub fn neighbors(&self, u: u32) -> impl ExactSizeIterator<Item = (u32, f64)> + '_ {
         let (targets, weights) = self.row(u);
-        targets.iter().copied().zip(weights.iter().copied())
+        (0..targets.len()).map(move |i| (targets[i], weights.get(i)))
     }
 
-    /// The row of `u` as parallel slices of neighbor ids and weights (self-loop excluded).
+    /// The row of `u` as parallel slices of neighbor ids and weights (self-loop excluded); the
+    /// weights are `f32` for the optimiser's narrow aggregate graphs, `f64` otherwise.
     ///
     /// # Panics
     /// When `u >= num_nodes()`.
     #[track_caller]
     #[inline]
-    pub fn row(&self, u: u32) -> (&[u32], &[f64]) {
+    pub fn row(&self, u: u32) -> (&[u32], RowWeights<'_>) {
         let start = self.offsets[u as usize];
         let end = self.row_end(u);
-        let weights = if self.unit_weights {
-            &self.weights[..end - start]
-        } else {
-            &self.weights[start..end]
+        let weights = match &self.weights {
+            WeightStore::F64(w) if self.unit_weights => RowWeights::F64(&w[..end - start]),
+            WeightStore::F64(w) => RowWeights::F64(&w[start..end]),
+            WeightStore::F32(w) => RowWeights::F32(&w[start..end]),
         };
         (&self.targets[start..end], weights)
+    }
+
+    /// Whether the sums of any of this graph's edge weights are exact in `f32`: every weight is
+    /// an integer and the total weight is at most 2^24. The aggregates of such a graph store
+    /// their weights as `f32`.
+    pub(crate) fn sums_fit_f32(&self) -> bool {
+        self.integral && self.total_weight <= F32_EXACT
     }
 
     /// Number of stored half-edges (`2·|E|` minus self-loops): the length of all rows together.
@@ -260,6 +356,12 @@ impl Graph {
     pub(crate) fn row_ends_are_gapped(&self) -> bool {
         !self.row_ends.is_empty()
             && (0..self.num_nodes()).any(|u| self.row_ends[u] != self.offsets[u + 1])
+    }
+
+    /// Whether the weights are stored as `f32`.
+    #[cfg(test)]
+    pub(crate) fn weights_are_f32(&self) -> bool {
+        matches!(self.weights, WeightStore::F32(_))
     }
 
     /// End of the row of `u` in `targets` / `weights`.
@@ -323,14 +425,14 @@ impl Graph {
         } else {
             self.half_edges
         };
-        let weights = if self.unit_weights {
-            self.weights.capacity()
-        } else {
-            entries
+        let weights = match &self.weights {
+            WeightStore::F64(w) if self.unit_weights => w.capacity() * size_of::<f64>(),
+            WeightStore::F64(_) => entries * size_of::<f64>(),
+            WeightStore::F32(_) => entries * size_of::<f32>(),
         };
         (self.offsets.capacity() + self.row_ends.capacity()) * size_of::<usize>()
             + entries * size_of::<u32>()
-            + weights * size_of::<f64>()
+            + weights
             + self.self_loops.capacity() * size_of::<f64>()
             + self.degrees.capacity() * size_of::<f64>()
     }
@@ -387,8 +489,7 @@ impl Graph {
         let mut row: Vec<(u32, f64)> = Vec::new();
         for &v in nodes {
             row.clear();
-            let (ts, ws) = self.row(v);
-            for (&u, &w) in ts.iter().zip(ws) {
+            for (u, w) in self.neighbors(v) {
                 if let Some(l) = local(u) {
                     row.push((l, w));
                 }
@@ -612,16 +713,29 @@ mod tests {
             let (ts, ws) = unit.row(u);
             assert_eq!(ts.len(), ws.len(), "row {u}");
             assert_eq!(ts.len(), unit.degree(u));
-            assert!(ws.iter().all(|&w| w == 1.0), "row {u}");
+            assert!(unit.neighbors(u).all(|(_, w)| w == 1.0), "row {u}");
             assert_eq!(ts, weighted.row(u).0, "row {u}");
         }
-        assert_eq!(weighted.row(2), (&[0, 3][..], &[1.0, 2.0][..]));
+        assert_eq!(weighted.row(2), (&[0, 3][..], RowWeights::F64(&[1.0, 2.0])));
         assert_eq!(edges_of(&unit), edges.to_vec());
         assert_eq!(edges_of(&weighted), heavier.to_vec());
         // One shared slice of 4 ones instead of 10 weights.
         assert_eq!(weighted.size_bytes() - unit.size_bytes(), (10 - 4) * 8);
         assert_eq!(unit.weighted_degree(0), 4.0);
         assert_eq!(unit.total_weight(), 5.0);
+    }
+
+    #[test]
+    fn sums_fit_f32_only_for_integer_weights_up_to_2_pow_24() {
+        let small = Graph::from_edges(3, &[(0, 1, 1.0), (1, 2, 3.0)]).unwrap();
+        assert!(small.sums_fit_f32());
+        let fractional = Graph::from_edges(3, &[(0, 1, 1.0), (1, 2, 2.5)]).unwrap();
+        assert!(!fractional.sums_fit_f32());
+        let edge = f64::from(1u32 << 23);
+        let at_limit = Graph::from_edges(3, &[(0, 1, edge), (1, 2, edge)]).unwrap();
+        assert!(at_limit.sums_fit_f32());
+        let over = Graph::from_edges(3, &[(0, 1, edge), (1, 2, edge + 1.0)]).unwrap();
+        assert!(!over.sums_fit_f32());
     }
 
     #[test]

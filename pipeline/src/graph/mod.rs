@@ -9,5 +9,5 @@ pub mod builder;
 pub mod csr;
 pub mod edgelist;
 
-pub use csr::Graph;
+pub use csr::{Graph, RowWeights};
 pub use edgelist::read_edge_list;

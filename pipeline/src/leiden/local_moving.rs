@@ -22,7 +22,7 @@ use rayon::prelude::*;
 
 use super::rng::{Purpose, Stream};
 
-use crate::graph::Graph;
+use crate::graph::{Graph, RowWeights};
 
 /// Target meaning "a new, empty community".
 const EMPTY: u32 = u32::MAX;
@@ -390,20 +390,11 @@ pub(crate) fn move_nodes(
                     continue;
                 }
                 let s = node_weights[v as usize];
-                let (ts, ws) = graph.row(v);
                 let (w_own, w_target, row_weight) = if d.may_be_stale {
-                    let (mut w_own, mut w_target, mut row_weight) = (0.0, 0.0, 0.0);
-                    for (&u, &w) in ts.iter().zip(ws) {
-                        let c = membership[u as usize];
-                        if c == own {
-                            w_own += w;
-                        }
-                        if c == target {
-                            w_target += w;
-                        }
-                        row_weight += w;
+                    match graph.row(v) {
+                        (ts, RowWeights::F64(ws)) => weights_to(ts, ws, membership, own, target),
+                        (ts, RowWeights::F32(ws)) => weights_to(ts, ws, membership, own, target),
                     }
-                    (w_own, w_target, row_weight)
                 } else {
                     (d.w_own, d.w_target, d.row_weight)
                 };
@@ -490,8 +481,30 @@ fn best_community(
     v: u32,
     acc: &mut Accumulator,
 ) -> Decision {
+    match level.graph.row(v) {
+        (ts, RowWeights::F64(ws)) => {
+            best_in_row(level, membership, totals, in_batch, v, ts, ws, acc)
+        }
+        (ts, RowWeights::F32(ws)) => {
+            best_in_row(level, membership, totals, in_batch, v, ts, ws, acc)
+        }
+    }
+}
+
+/// [`best_community`] on the row `ts` / `ws` of `v`, generic over the weights' type.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn best_in_row<W: Copy + Into<f64>>(
+    level: Level<'_>,
+    membership: &[u32],
+    totals: &[f64],
+    in_batch: &[u64],
+    v: u32,
+    ts: &[u32],
+    ws: &[W],
+    acc: &mut Accumulator,
+) -> Decision {
     let own = membership[v as usize];
-    let (ts, ws) = level.graph.row(v);
     let mut row_weight = 0.0;
     let mut batch_bits = 0u64;
     if ts.len() <= SHORT_ROW {
@@ -506,6 +519,7 @@ fn best_community(
         let mut weights = [0.0f64; SHORT_ROW];
         let mut k = 0;
         for ((&u, &w), &c) in ts.iter().zip(ws).zip(&gathered) {
+            let w: f64 = w.into();
             match labels[..k].iter().position(|&x| x == c) {
                 Some(i) => weights[i] += w,
                 None => {
@@ -535,6 +549,7 @@ fn best_community(
             *slot = membership[u as usize];
         }
         for ((&u, &w), &c) in ts.iter().zip(ws).zip(&gathered) {
+            let w: f64 = w.into();
             acc.add(c, w);
             row_weight += w;
             batch_bits |= in_batch[u as usize / 64] & (1 << (u % 64));
@@ -545,6 +560,30 @@ fn best_community(
     let decision = choose(level, totals, v, own, w_own, row_weight, batch_bits, found);
     acc.clear();
     decision
+}
+
+/// Weights from a node's row `ts` / `ws` to its community `own`, to `target`, and in all.
+#[inline]
+fn weights_to<W: Copy + Into<f64>>(
+    ts: &[u32],
+    ws: &[W],
+    membership: &[u32],
+    own: u32,
+    target: u32,
+) -> (f64, f64, f64) {
+    let (mut w_own, mut w_target, mut row_weight) = (0.0, 0.0, 0.0);
+    for (&u, &w) in ts.iter().zip(ws) {
+        let w: f64 = w.into();
+        let c = membership[u as usize];
+        if c == own {
+            w_own += w;
+        }
+        if c == target {
+            w_target += w;
+        }
+        row_weight += w;
+    }
+    (w_own, w_target, row_weight)
 }
 
 /// The decision of [`best_community`] from the weights of `v` to each neighbouring community

@@ -19,8 +19,8 @@
 use rayon::prelude::*;
 
 use super::Objective;
-use crate::graph::Graph;
 use crate::graph::csr::chunked_sum;
+use crate::graph::{Graph, RowWeights};
 
 /// Modularity of `membership` on `graph` at resolution `γ = resolution` (igraph's definition,
 /// self-loops counted twice in degrees and internal weight).
@@ -135,13 +135,10 @@ pub(crate) fn raw_quality(
             let mut acc = 0.0;
             for v in nodes {
                 let c = membership[v];
-                let (ts, ws) = graph.row(v as u32);
-                let mut row = 0.0;
-                for (&u, &w) in ts.iter().zip(ws) {
-                    if membership[u as usize] == c {
-                        row += w;
-                    }
-                }
+                let row = match graph.row(v as u32) {
+                    (ts, RowWeights::F64(ws)) => weight_into(ts, ws, membership, c),
+                    (ts, RowWeights::F32(ws)) => weight_into(ts, ws, membership, c),
+                };
                 acc += 0.5 * row + graph.self_loop_weight(v as u32);
             }
             acc
@@ -155,6 +152,18 @@ pub(crate) fn raw_quality(
     }
     let penalty: f64 = totals.iter().map(|s| s * s).sum();
     internal - 0.5 * lambda * penalty
+}
+
+/// Weight from a row `ts` / `ws` to the nodes labelled `c`, summed in row order.
+#[inline]
+fn weight_into<W: Copy + Into<f64>>(ts: &[u32], ws: &[W], membership: &[u32], c: u32) -> f64 {
+    let mut row = 0.0;
+    for (&u, &w) in ts.iter().zip(ws) {
+        if membership[u as usize] == c {
+            row += w.into();
+        }
+    }
+    row
 }
 
 #[cfg(test)]

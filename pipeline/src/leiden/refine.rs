@@ -18,6 +18,7 @@ use rayon::prelude::*;
 use super::aggregate::group_by_label;
 use super::local_moving::{Accumulator, Level};
 use super::rng::{Purpose, Stream};
+use crate::graph::RowWeights;
 
 /// Per-thread scratch of the refinement of one community (indices are local to the community).
 #[derive(Default)]
@@ -144,24 +145,12 @@ fn refine_one(
     s.local_offsets.push(0);
     let mut total = 0.0;
     for (i, &v) in nodes.iter().enumerate() {
-        let (ts, ws) = level.graph.row(v);
-        let mut inside = 0.0;
-        // `u` is in this community iff its grouped position falls in this community's range.
-        // The positions are gathered in chunks by a loop without branches, so that their random
-        // loads overlap.
-        let mut gathered = [0u32; 32];
-        for (ts, ws) in ts.chunks(32).zip(ws.chunks(32)) {
-            for (slot, &u) in gathered.iter_mut().zip(ts) {
-                *slot = position[u as usize].wrapping_sub(start as u32);
-            }
-            for (&j, &w) in gathered.iter().zip(ws) {
-                if (j as usize) < len {
-                    s.local_targets.push(j);
-                    s.local_weights.push(w);
-                    inside += w;
-                }
-            }
-        }
+        let range = (start as u32, len);
+        let (l_targets, l_weights) = (&mut s.local_targets, &mut s.local_weights);
+        let inside = match level.graph.row(v) {
+            (ts, RowWeights::F64(ws)) => local_row(ts, ws, position, range, l_targets, l_weights),
+            (ts, RowWeights::F32(ws)) => local_row(ts, ws, position, range, l_targets, l_weights),
+        };
         s.local_offsets.push(s.local_targets.len());
         s.to_community.push(inside);
         s.label.push(i as u32);
@@ -238,6 +227,37 @@ fn refine_one(
     for (i, slot) in out.iter_mut().enumerate() {
         *slot = (start + s.label[i] as usize) as u32;
     }
+}
+
+/// Appends to `targets` / `weights` the entries of the row `ts` / `ws` whose grouped position
+/// falls in the community's range `(start, len)`, as local indices; returns their total weight.
+#[inline]
+fn local_row<W: Copy + Into<f64>>(
+    ts: &[u32],
+    ws: &[W],
+    position: &[u32],
+    (start, len): (u32, usize),
+    targets: &mut Vec<u32>,
+    weights: &mut Vec<f64>,
+) -> f64 {
+    let mut inside = 0.0;
+    // The positions are gathered in chunks by a loop without branches, so that their random
+    // loads overlap.
+    let mut gathered = [0u32; 32];
+    for (ts, ws) in ts.chunks(32).zip(ws.chunks(32)) {
+        for (slot, &u) in gathered.iter_mut().zip(ts) {
+            *slot = position[u as usize].wrapping_sub(start);
+        }
+        for (&j, &w) in gathered.iter().zip(ws) {
+            if (j as usize) < len {
+                let w: f64 = w.into();
+                targets.push(j);
+                weights.push(w);
+                inside += w;
+            }
+        }
+    }
+    inside
 }
 
 #[cfg(test)]
