@@ -443,27 +443,43 @@ fn iterate(
             next_p[a as usize] = p[v];
             next_weights[a as usize] += weights[v];
         }
+        // The next level's state replaces this one's now, so that the latter is freed before
+        // the aggregate graph is built.
+        p = next_p;
+        weights = Cow::Owned(next_weights);
         let t2 = std::time::Instant::now();
         let half_edges = g.num_half_edges();
-        let to_next: Vec<u32> = match to_current.take() {
-            None => labels.clone(),
-            Some(t) => t.par_iter().map(|&a| labels[a as usize]).collect(),
+        // Original node -> node of the next aggregate graph.
+        let compose = |to_current: Option<Vec<u32>>, labels: &[u32]| -> Vec<u32> {
+            match to_current {
+                None => labels.to_vec(),
+                Some(t) => t.par_iter().map(|&a| labels[a as usize]).collect(),
+            }
         };
         // Memory: the peak is the original graph plus the first aggregate while it is built. A
         // later aggregate graph that is more than 3/4 as large as the first (Leiden's aggregates
         // keep most edges, refined communities being small) and holds more than
         // `AGGREGATE_KEEP_BYTES` is dropped before the next one is built, from the original
         // graph; otherwise the next one is aggregated from it directly (cheaper).
-        let next_graph = match aggregate_graph.take() {
-            None => aggregate(graph, &labels, n_next),
+        let (next_graph, to_next) = match aggregate_graph.take() {
+            None => {
+                let next = aggregate(graph, &labels, n_next);
+                (next, labels)
+            }
             Some(current)
                 if 4 * half_edges > 3 * first_half_edges
                     && current.size_bytes() > AGGREGATE_KEEP_BYTES =>
             {
                 drop(current);
-                aggregate(graph, &to_next, n_next)
+                let to_next = compose(to_current.take(), &labels);
+                drop(labels);
+                (aggregate(graph, &to_next, n_next), to_next)
             }
-            Some(current) => aggregate(&current, &labels, n_next),
+            Some(current) => {
+                let next = aggregate(&current, &labels, n_next);
+                drop(current);
+                (next, compose(to_current.take(), &labels))
+            }
         };
         if depth == 0 {
             first_half_edges = next_graph.num_half_edges();
@@ -476,8 +492,6 @@ fn iterate(
         );
         to_current = Some(to_next);
         aggregate_graph = Some(next_graph);
-        weights = Cow::Owned(next_weights);
-        p = next_p;
     }
     let flat = match to_current {
         None => p,
