@@ -58,16 +58,18 @@ pub(crate) struct MoveOutcome {
     pub sweeps: usize,
 }
 
-/// Batch size for `n` nodes: `n / 128`, at most 2048. Graphs of under 4096 nodes keep it (those of
+/// Batch size for `n` nodes: `n / 128`, at most 2048. Graphs of under 1024 nodes keep it (those of
 /// under 256 nodes are processed strictly sequentially, in batches of one); larger ones take at
-/// least 512 nodes, so that a batch of a graph of tens of thousands of nodes is worth splitting
-/// between threads (at 180 nodes, 2 threads decided ca-condmat's batches only 1.25x faster).
+/// least `min(n / 8, 512)` nodes, so that a batch of a graph of thousands of nodes (or of an
+/// aggregate level) is worth splitting between threads: at `n / 128` (180 nodes), 2 threads
+/// decided ca-condmat's batches only 1.25x faster than 1, and most of its aggregate levels' batches
+/// were too small to split at all.
 pub(crate) fn batch_size(n: usize) -> usize {
-    const SMALL_GRAPH: usize = 4096;
+    const SMALL_GRAPH: usize = 1024;
     if n < SMALL_GRAPH {
-        (n / 128).clamp(1, 2048)
+        (n / 128).max(1)
     } else {
-        (n / 128).clamp(512, 2048)
+        (n / 128).clamp((n / 8).min(512), 2048)
     }
 }
 
