@@ -361,11 +361,8 @@ pub(crate) fn move_nodes(
                 let memb: &[u32] = membership;
                 let totals: &[f64] = &totals;
                 let in_batch: &[u64] = &in_batch;
-                let decide = |v: &u32| -> Decision {
-                    with_accumulator(n, |acc| {
-                        best_community(level, memb, totals, in_batch, *v, acc)
-                    })
-                };
+                let decide =
+                    |v: &u32| -> Decision { best_community(level, memb, totals, in_batch, *v) };
                 if work >= PARALLEL_MIN_WORK {
                     // Tasks of about `TASK_WORK` half-edges: 32 nodes of a sparse graph, a few
                     // nodes of an aggregate graph (whose rows hold hundreds of entries, so a
@@ -481,15 +478,10 @@ fn best_community(
     totals: &[f64],
     in_batch: &[u64],
     v: u32,
-    acc: &mut Accumulator,
 ) -> Decision {
     match level.graph.row(v) {
-        (ts, RowWeights::F64(ws)) => {
-            best_in_row(level, membership, totals, in_batch, v, ts, ws, acc)
-        }
-        (ts, RowWeights::F32(ws)) => {
-            best_in_row(level, membership, totals, in_batch, v, ts, ws, acc)
-        }
+        (ts, RowWeights::F64(ws)) => best_in_row(level, membership, totals, in_batch, v, ts, ws),
+        (ts, RowWeights::F32(ws)) => best_in_row(level, membership, totals, in_batch, v, ts, ws),
     }
 }
 
@@ -504,7 +496,6 @@ fn best_in_row<W: Copy + Into<f64>>(
     v: u32,
     ts: &[u32],
     ws: &[W],
-    acc: &mut Accumulator,
 ) -> Decision {
     let own = membership[v as usize];
     let mut row_weight = 0.0;
@@ -543,25 +534,28 @@ fn best_in_row<W: Copy + Into<f64>>(
             .zip(weights[..k].iter().copied());
         return choose(level, totals, v, own, w_own, row_weight, batch_bits, found);
     }
-    acc.begin(ts.len());
-    // Gathered in chunks, as for short rows.
-    let mut gathered = [0u32; SHORT_ROW];
-    for (ts, ws) in ts.chunks(SHORT_ROW).zip(ws.chunks(SHORT_ROW)) {
-        for (slot, &u) in gathered.iter_mut().zip(ts) {
-            *slot = membership[u as usize];
+    // Longer rows use this thread's accumulator (short rows never touch it).
+    with_accumulator(level.graph.num_nodes(), |acc| {
+        acc.begin(ts.len());
+        // Gathered in chunks, as for short rows.
+        let mut gathered = [0u32; SHORT_ROW];
+        for (ts, ws) in ts.chunks(SHORT_ROW).zip(ws.chunks(SHORT_ROW)) {
+            for (slot, &u) in gathered.iter_mut().zip(ts) {
+                *slot = membership[u as usize];
+            }
+            for ((&u, &w), &c) in ts.iter().zip(ws).zip(&gathered) {
+                let w: f64 = w.into();
+                acc.add(c, w);
+                row_weight += w;
+                batch_bits |= in_batch[u as usize / 64] & (1 << (u % 64));
+            }
         }
-        for ((&u, &w), &c) in ts.iter().zip(ws).zip(&gathered) {
-            let w: f64 = w.into();
-            acc.add(c, w);
-            row_weight += w;
-            batch_bits |= in_batch[u as usize / 64] & (1 << (u % 64));
-        }
-    }
-    let w_own = acc.get(own);
-    let found = (0..acc.touched.len()).map(|i| (acc.touched[i], acc.value_at(i)));
-    let decision = choose(level, totals, v, own, w_own, row_weight, batch_bits, found);
-    acc.clear();
-    decision
+        let w_own = acc.get(own);
+        let found = (0..acc.touched.len()).map(|i| (acc.touched[i], acc.value_at(i)));
+        let decision = choose(level, totals, v, own, w_own, row_weight, batch_bits, found);
+        acc.clear();
+        decision
+    })
 }
 
 /// Weights from a node's row `ts` / `ws` to its community `own`, to `target`, and in all.
