@@ -28,6 +28,23 @@ pub mod tools;
 mod view;
 pub mod visibility;
 
+/// `println!` for the command-line tools: ends the process quietly with exit 0 when standard
+/// output is a closed pipe (`agrag-… | head`), and with exit 1 and a message on any other write
+/// error, instead of panicking as `println!` does. The binaries import it as `println`.
+#[macro_export]
+macro_rules! stdout_line {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        if let Err(e) = writeln!(std::io::stdout(), $($arg)*) {
+            if e.kind() == std::io::ErrorKind::BrokenPipe {
+                std::process::exit(0);
+            }
+            eprintln!("error: cannot write to standard output: {e}");
+            std::process::exit(1);
+        }
+    }};
+}
+
 pub use engine::{Engine, EngineConfig, QueryInput, RefusedRun, ThemeRequest, Watcher};
 pub use error::{EngineError, Result};
 pub use query::Scope;

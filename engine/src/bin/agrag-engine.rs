@@ -9,6 +9,7 @@ use agrag_engine::format::{Layout, Manifest, Verify, verify_run};
 use agrag_engine::query::concept::ConceptStatus;
 use agrag_engine::query::evidence::{Evidence, EvidenceStatus};
 use agrag_engine::query::theme::{Status, ThemeAnswer};
+use agrag_engine::stdout_line as println;
 use agrag_engine::visibility::{Target, Visibility};
 use agrag_engine::{
     ConceptRequest, ConceptSelector, Direction, Engine, EngineConfig, EngineError, QueryInput,
@@ -16,22 +17,6 @@ use agrag_engine::{
 };
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
-
-/// `println!` that ends the process quietly with exit 0 when standard output is a closed pipe
-/// (`agrag-… | head`), and with exit 1 and a message on any other write error, instead of
-/// panicking as `println!` does.
-macro_rules! println {
-    ($($arg:tt)*) => {{
-        use std::io::Write as _;
-        if let Err(e) = writeln!(std::io::stdout(), $($arg)*) {
-            if e.kind() == std::io::ErrorKind::BrokenPipe {
-                std::process::exit(0);
-            }
-            eprintln!("error: cannot write to standard output: {e}");
-            std::process::exit(1);
-        }
-    }};
-}
 
 #[derive(Parser)]
 #[command(

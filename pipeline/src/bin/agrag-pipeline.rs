@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use agrag_engine::embed::{EmbedderSettings, Provider};
+use agrag_engine::stdout_line as println;
 use agrag_pipeline::PipelineError;
 use agrag_pipeline::detect::{DetectGraphConfig, detect_graph};
 use agrag_pipeline::leiden::{Algorithm, LeidenConfig, Objective};
@@ -15,22 +16,6 @@ use agrag_pipeline::report::ExtractiveReportWriter;
 use agrag_pipeline::run::{RunConfig, RunSummary, run};
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand, ValueEnum};
-
-/// `println!` that ends the process quietly with exit 0 when standard output is a closed pipe
-/// (`agrag-… | head`), and with exit 1 and a message on any other write error, instead of
-/// panicking as `println!` does.
-macro_rules! println {
-    ($($arg:tt)*) => {{
-        use std::io::Write as _;
-        if let Err(e) = writeln!(std::io::stdout(), $($arg)*) {
-            if e.kind() == std::io::ErrorKind::BrokenPipe {
-                std::process::exit(0);
-            }
-            eprintln!("error: cannot write to standard output: {e}");
-            std::process::exit(1);
-        }
-    }};
-}
 
 #[derive(Parser)]
 #[command(
