@@ -236,7 +236,6 @@ impl Graph {
         debug_assert_eq!(offsets.len(), n + 1);
         debug_assert!(row_ends.is_empty() || row_ends.len() == n);
         debug_assert_eq!(targets.len(), weights.len());
-        let narrow = matches!(weights, WeightStore::F32(_));
         let end = |u: usize| {
             if row_ends.is_empty() {
                 offsets[u + 1]
@@ -272,7 +271,6 @@ impl Graph {
                 .reduce(|| (true, true), |a, b| (a.0 && b.0, a.1 && b.1)),
             WeightStore::F32(_) => (false, true),
         };
-        debug_assert!(!narrow || integral);
         let half_edges = (0..n).map(|u| end(u) - offsets[u]).sum::<usize>();
         // Fixed-size chunks summed in order: the total does not depend on the thread count.
         let total_weight = chunked_sum(&degrees) / 2.0;
