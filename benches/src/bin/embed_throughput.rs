@@ -15,34 +15,52 @@
 
 use std::path::{Path, PathBuf};
 
-use agrag_benches::common::arg;
+use clap::Parser;
+
 use agrag_benches::retrieval::{candidates, embed_all, percentile, timed_ms};
 use agrag_engine::embed::MiniLmEmbedder;
 use agrag_engine::embed::settings::model_path_from_env;
 use agrag_pipeline::ingest::read_jsonl;
 
-fn list(args: &[String], name: &str, default: &str) -> Vec<usize> {
-    arg(args, name)
-        .unwrap_or(default)
-        .split(',')
-        .map(|x| x.parse().expect("a comma-separated list of integers"))
-        .collect()
+/// Command line of `embed-throughput` (see the crate-level docs of this binary).
+#[derive(Debug, Parser)]
+#[command(
+    name = "embed-throughput",
+    about = "Passages embedded per second and query-embedding latency, per embedder, as a markdown table"
+)]
+struct Cli {
+    /// Embedders to measure.
+    #[arg(long, value_delimiter = ',', default_value = "minilm,hash", value_parser = clap::builder::PossibleValuesParser::new(EMBEDDERS))]
+    embedders: Vec<String>,
+    /// Thread counts of the embedding pool (each 1..=1024).
+    #[arg(long, value_delimiter = ',', default_value = "1,2", value_parser = clap::value_parser!(u16).range(1..=1024))]
+    threads: Vec<u16>,
+    /// Texts per parallel chunk (each 1..=4096).
+    #[arg(long, value_delimiter = ',', default_value = "1,32", value_parser = clap::value_parser!(u16).range(1..=4096))]
+    chunks: Vec<u16>,
+    /// Corpus (JSON lines) [default: the shipped PubMedQA documents].
+    #[arg(long)]
+    documents: Option<PathBuf>,
+    /// Embed at most this many passages.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    limit: Option<u64>,
 }
 
+/// Embedders `--embedders` accepts (see `agrag_benches::retrieval::candidates`).
+const EMBEDDERS: [&str; 3] = ["minilm", "minilm-truncate", "hash"];
+
 fn main() {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let names: Vec<&str> = arg(&args, "--embedders")
-        .unwrap_or("minilm,hash")
-        .split(',')
-        .collect();
-    let threads = list(&args, "--threads", "1,2");
-    let chunks = list(&args, "--chunks", "1,32");
-    let documents = arg(&args, "--documents").map_or_else(
-        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../data/pubmedqa/documents.jsonl"),
-        PathBuf::from,
-    );
+    let cli = Cli::parse();
+    let names: Vec<&str> = cli.embedders.iter().map(String::as_str).collect();
+    let threads: Vec<usize> = cli.threads.iter().map(|&t| usize::from(t)).collect();
+    let chunks: Vec<usize> = cli.chunks.iter().map(|&c| usize::from(c)).collect();
+    let documents = cli.documents.clone().unwrap_or_else(|| {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../data/pubmedqa/documents.jsonl")
+    });
     let corpus = read_jsonl(&documents).expect("documents");
-    let limit: usize = arg(&args, "--limit").map_or(usize::MAX, |n| n.parse().expect("--limit N"));
+    let limit = cli
+        .limit
+        .map_or(usize::MAX, |n| usize::try_from(n).unwrap_or(usize::MAX));
     let passages: Vec<&str> = corpus
         .documents
         .iter()

@@ -3,9 +3,13 @@
 //!
 //! ```text
 //! cargo run -p agrag-benches --release --bin leiden-compare -- \
-//!     [--graphs lfr-100k,ca-condmat] [--data DIR] [--peers igraph-leiden,...] [--threads 1,2]
-//!     [--python benches/.venv/bin/python] [--timeout 900] [--repeat 3] [--json OUT.json]
+//!     [--graphs lfr-100k,ca-condmat] [--data DIR] [--peers igraph-leiden,...|none]
+//!     [--ours agrag-leiden,...] [--threads 1,2] [--python benches/.venv/bin/python]
+//!     [--timeout 900] [--repeat 3] [--json OUT.json]
 //! ```
+//!
+//! `--help` lists the options with their defaults; an unknown option, graph, peer or
+//! implementation, or an out-of-range count, is an error before anything runs.
 //!
 //! Each implementation runs `--repeat` times (in rounds, so load on the machine hits all alike)
 //! and the run of median wall time is reported, with its CPU seconds and memory.
@@ -24,12 +28,13 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use agrag_benches::common::{arg, workspace};
+use agrag_benches::common::workspace;
 use agrag_benches::measure::{cpu_seconds, peak_rss_bytes, reset_peak_rss};
 use agrag_benches::nmi::{nmi, read_ground_truth};
 use agrag_pipeline::graph::{Graph, read_edge_list};
 use agrag_pipeline::leiden::quality::modularity;
 use agrag_pipeline::leiden::{Algorithm, LeidenConfig, hierarchical_leiden, leiden};
+use clap::Parser;
 use serde_json::{Value, json};
 
 const PEERS: [&str; 5] = [
@@ -40,31 +45,98 @@ const PEERS: [&str; 5] = [
     "networkit-plm",
 ];
 
-fn main() {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let code = if args.first().map(String::as_str) == Some("--child") {
-        child(&args[1..])
+/// Our implementations that can be measured.
+const OURS: [&str; 3] = ["agrag-leiden", "agrag-louvain", "agrag-hierarchical"];
+
+/// Command line of `leiden-compare` (see the crate-level docs of this binary).
+#[derive(Debug, Parser)]
+#[command(
+    name = "leiden-compare",
+    about = "Our Leiden (1 and 2 threads) side by side with peer implementations on the same edge lists, as a markdown table"
+)]
+struct Cli {
+    /// Graphs to run, by name: `<DATA>/<name>.edges.tsv.gz` (and the ground truth
+    /// `<name>.communities.tsv.gz` when it exists).
+    #[arg(long, value_delimiter = ',', default_value = "lfr-100k,ca-condmat")]
+    graphs: Vec<String>,
+    /// Folder of the edge lists [default: ../shared/data/graphs beside the workspace].
+    #[arg(long)]
+    data: Option<PathBuf>,
+    /// Peers to run (`none` for ours alone) [default: every peer].
+    #[arg(long, value_delimiter = ',', value_parser = peer_name)]
+    peers: Option<Vec<String>>,
+    /// Our implementations to run.
+    #[arg(long, value_delimiter = ',', default_value = "agrag-leiden", value_parser = clap::builder::PossibleValuesParser::new(OURS))]
+    ours: Vec<String>,
+    /// Thread counts of our implementations (each 1..=1024).
+    #[arg(long, value_delimiter = ',', default_value = "1,2", value_parser = clap::value_parser!(u16).range(1..=1024))]
+    threads: Vec<u16>,
+    /// Python of the peers' venv (made by `benches/peers/setup_venv.sh`)
+    /// [default: benches/.venv/bin/python].
+    #[arg(long)]
+    python: Option<PathBuf>,
+    /// Seconds a single run may take before it is stopped and reported as failed.
+    #[arg(long, default_value_t = 900, value_parser = clap::value_parser!(u64).range(1..))]
+    timeout: u64,
+    /// Runs of every implementation; the run of median wall time is reported.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    repeat: u32,
+    /// Also write every run's measurements to this JSON file.
+    #[arg(long)]
+    json: Option<PathBuf>,
+    /// Internal: one measurement of this implementation in this process (with `--edges`, `--out`
+    /// and one `--threads` value), printed as one JSON line.
+    #[arg(long, hide = true, requires_all = ["edges", "out"])]
+    child: Option<String>,
+    /// Internal (`--child`): the edge list.
+    #[arg(long, hide = true)]
+    edges: Option<PathBuf>,
+    /// Internal (`--child`): where the membership goes (little-endian `u32` per node).
+    #[arg(long, hide = true)]
+    out: Option<PathBuf>,
+}
+
+/// A peer name for `--peers`: one of [`PEERS`], `graphrs-louvain`, or `none`.
+fn peer_name(s: &str) -> Result<String, String> {
+    if PEERS.contains(&s) || s == "graphrs-louvain" || s == "none" {
+        Ok(s.to_string())
     } else {
-        parent(&args)
+        Err(format!(
+            "unknown peer; expected one of {}, graphrs-louvain, none",
+            PEERS.join(", ")
+        ))
+    }
+}
+
+fn main() {
+    let cli = Cli::parse();
+    let code = match &cli.child {
+        Some(which) => child(which, &cli),
+        None => parent(&cli),
     };
     std::process::exit(code);
 }
 
 /// `--child IMPL --edges FILE --out FILE --threads N`: one measurement, one JSON line.
-fn child(args: &[String]) -> i32 {
+fn child(which: &str, cli: &Cli) -> i32 {
     if std::env::var_os("RUST_LOG").is_some() {
         tracing_subscriber::fmt()
             .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
             .with_writer(std::io::stderr)
             .init();
     }
-    let which = args.first().cloned().unwrap_or_default();
-    let edges = PathBuf::from(arg(args, "--edges").unwrap_or_default());
-    let out = PathBuf::from(arg(args, "--out").unwrap_or_default());
-    let threads: usize = arg(args, "--threads")
-        .and_then(|t| t.parse().ok())
-        .unwrap_or(1);
-    let graph = match read_edge_list(&edges) {
+    let (Some(edges), Some(out)) = (&cli.edges, &cli.out) else {
+        eprintln!("--child needs --edges and --out");
+        return 2;
+    };
+    let threads = match cli.threads[..] {
+        [t] => usize::from(t),
+        _ => {
+            eprintln!("--child takes one --threads value");
+            return 2;
+        }
+    };
+    let graph = match read_edge_list(edges) {
         Ok(g) => g,
         Err(e) => {
             eprintln!("{e}");
@@ -78,14 +150,14 @@ fn child(args: &[String]) -> i32 {
     let result = if which == "graphrs-louvain" {
         run_graphrs(&graph, &pool)
     } else {
-        run_ours(&which, &graph, &pool)
+        run_ours(which, &graph, &pool)
     };
     let Some((membership, wall, cpu, peak_load, peak_algo, reset, extra)) = result else {
         eprintln!("unknown implementation {which}");
         return 2;
     };
     let bytes: Vec<u8> = membership.iter().flat_map(|c| c.to_le_bytes()).collect();
-    if let Err(e) = std::fs::write(&out, bytes) {
+    if let Err(e) = std::fs::write(out, bytes) {
         eprintln!("{}: {e}", out.display());
         return 1;
     }
@@ -256,46 +328,38 @@ struct Row {
     nmi: Option<f64>,
 }
 
-fn parent(args: &[String]) -> i32 {
-    let data = arg(args, "--data")
-        .map(PathBuf::from)
+fn parent(cli: &Cli) -> i32 {
+    let data = cli
+        .data
+        .clone()
         .unwrap_or_else(|| workspace().join("../shared/data/graphs"));
-    let graphs: Vec<String> = arg(args, "--graphs")
-        .unwrap_or("lfr-100k,ca-condmat")
-        .split(',')
-        .map(str::to_string)
+    let graphs = &cli.graphs;
+    let missing: Vec<String> = graphs
+        .iter()
+        .map(|name| data.join(format!("{name}.edges.tsv.gz")))
+        .filter(|path| !path.exists())
+        .map(|path| path.display().to_string())
         .collect();
-    let peers: Vec<String> = arg(args, "--peers")
-        .map(|p| p.split(',').map(str::to_string).collect())
-        .unwrap_or_else(|| {
-            PEERS
-                .iter()
-                .map(|s| (*s).to_string())
-                .chain(["graphrs-louvain".to_string()])
-                .collect()
-        });
-    let ours: Vec<String> = arg(args, "--ours")
-        .unwrap_or("agrag-leiden")
-        .split(',')
-        .map(str::to_string)
-        .collect();
-    let thread_counts: Vec<usize> = arg(args, "--threads")
-        .unwrap_or("1,2")
-        .split(',')
-        .filter_map(|t| t.parse().ok())
-        .collect();
-    let python = arg(args, "--python")
-        .map(PathBuf::from)
+    if !missing.is_empty() {
+        eprintln!("leiden-compare: no edge list at {}", missing.join(", "));
+        return 2;
+    }
+    let peers: Vec<String> = match &cli.peers {
+        Some(p) => p.iter().filter(|p| *p != "none").cloned().collect(),
+        None => PEERS
+            .iter()
+            .map(|s| (*s).to_string())
+            .chain(["graphrs-louvain".to_string()])
+            .collect(),
+    };
+    let ours = &cli.ours;
+    let thread_counts: Vec<usize> = cli.threads.iter().map(|&t| usize::from(t)).collect();
+    let python = cli
+        .python
+        .clone()
         .unwrap_or_else(|| workspace().join("benches/.venv/bin/python"));
-    let timeout = Duration::from_secs(
-        arg(args, "--timeout")
-            .and_then(|t| t.parse().ok())
-            .unwrap_or(900),
-    );
-    let repeat: usize = arg(args, "--repeat")
-        .and_then(|r| r.parse().ok())
-        .filter(|&r| r >= 1)
-        .unwrap_or(3);
+    let timeout = Duration::from_secs(cli.timeout);
+    let repeat = cli.repeat as usize;
     let peer_script = workspace().join("benches/peers/run_peer.py");
     let me = std::env::current_exe().expect("current exe");
     let tmp = std::env::temp_dir().join(format!("leiden-compare-{}", std::process::id()));
@@ -303,12 +367,8 @@ fn parent(args: &[String]) -> i32 {
 
     let mut rows: Vec<Row> = Vec::new();
     let mut csr_bytes: BTreeMap<String, usize> = BTreeMap::new();
-    for name in &graphs {
+    for name in graphs {
         let edges = data.join(format!("{name}.edges.tsv.gz"));
-        if !edges.exists() {
-            eprintln!("skipping {name}: {} not found", edges.display());
-            continue;
-        }
         let graph = read_edge_list(&edges).expect("edge list");
         csr_bytes.insert(name.clone(), graph.size_bytes());
         let truth_path = data.join(format!("{name}.communities.tsv.gz"));
@@ -332,7 +392,7 @@ fn parent(args: &[String]) -> i32 {
             ];
             (which.to_string(), t, me.clone(), args)
         };
-        for which in &ours {
+        for which in ours {
             for &t in &thread_counts {
                 jobs.push(child(which, t));
             }
@@ -340,7 +400,7 @@ fn parent(args: &[String]) -> i32 {
         for peer in &peers {
             if peer == "graphrs-louvain" {
                 jobs.push(child("graphrs-louvain", 2));
-            } else if PEERS.contains(&peer.as_str()) {
+            } else {
                 let t = if peer.starts_with("networkit") { 2 } else { 1 };
                 let args = vec![
                     peer_script.display().to_string(),
@@ -349,8 +409,6 @@ fn parent(args: &[String]) -> i32 {
                     t.to_string(),
                 ];
                 jobs.push((peer.clone(), t, python.clone(), args));
-            } else {
-                eprintln!("unknown peer {peer}");
             }
         }
         // Every job runs `repeat` times, in rounds (one run of each job per round, so a burst of
@@ -521,7 +579,7 @@ fn parent(args: &[String]) -> i32 {
         }
     }
     let _ = std::fs::remove_dir_all(&tmp);
-    if let Some(path) = arg(args, "--json") {
+    if let Some(path) = &cli.json {
         let all: Vec<Value> = rows
             .iter()
             .map(|r| {
@@ -534,8 +592,66 @@ fn parent(args: &[String]) -> i32 {
             .collect();
         if let Err(e) = std::fs::write(path, serde_json::to_string_pretty(&all).unwrap_or_default())
         {
-            eprintln!("{path}: {e}");
+            eprintln!("{}: {e}", path.display());
         }
     }
     0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Result<Cli, clap::Error> {
+        Cli::try_parse_from(std::iter::once("leiden-compare").chain(args.iter().copied()))
+    }
+
+    #[test]
+    fn defaults_and_lists() {
+        let cli = parse(&[]).unwrap();
+        assert_eq!(cli.graphs, ["lfr-100k", "ca-condmat"]);
+        assert_eq!(cli.threads, [1, 2]);
+        assert_eq!(cli.repeat, 3);
+        assert!(cli.peers.is_none() && cli.child.is_none());
+        let cli = parse(&[
+            "--peers",
+            "none",
+            "--threads",
+            "2",
+            "--ours",
+            "agrag-louvain",
+        ])
+        .unwrap();
+        assert_eq!(cli.peers.unwrap(), ["none"]);
+        assert_eq!(cli.ours, ["agrag-louvain"]);
+        let cli = parse(&[
+            "--child",
+            "agrag-leiden",
+            "--threads",
+            "2",
+            "--edges",
+            "e.tsv",
+            "--out",
+            "m.bin",
+        ])
+        .unwrap();
+        assert_eq!(cli.child.as_deref(), Some("agrag-leiden"));
+    }
+
+    #[test]
+    fn bad_input_is_an_error_before_anything_runs() {
+        for args in [
+            &["--repeats", "3"][..],
+            &["--repeat", "0"],
+            &["--threads", "0"],
+            &["--threads", "1,x"],
+            &["--peers", "igraf"],
+            &["--ours", "agrag-leidn"],
+            &["--timeout", "0"],
+            &["--child", "agrag-leiden"],
+            &["--help"],
+        ] {
+            assert!(parse(args).is_err(), "{args:?} was accepted");
+        }
+    }
 }

@@ -6,7 +6,8 @@
 //! verify level, and prints a markdown table of the medians.
 //!
 //! `cargo run --release -p agrag-benches --bin open-cost -- [DOCUMENTS...]` (default 10000
-//! 60000). Child mode (internal): `open-cost --open ROOT sizes|checksums`.
+//! 60000; `--help` lists the options). Child mode (internal): `open-cost --open ROOT
+//! sizes|checksums`.
 
 use std::path::Path;
 use std::process::Command;
@@ -17,6 +18,23 @@ use agrag_benches::measure::rss_bytes;
 use agrag_engine::embed::{Embedder, HashEmbedder};
 use agrag_engine::format::{Layout, Manifest, Verify, new_run_id, write_run};
 use agrag_engine::{Engine, EngineConfig};
+use clap::Parser;
+
+/// Command line of `open-cost` (see the crate-level docs of this binary).
+#[derive(Debug, Parser)]
+#[command(
+    name = "open-cost",
+    about = "Cost of opening a run: milliseconds per million rows and resident memory after open"
+)]
+struct Cli {
+    /// Sizes of the synthetic runs, in documents (each 1..=10000000).
+    #[arg(default_values_t = [10_000u32, 60_000], value_parser = clap::value_parser!(u32).range(1..=10_000_000))]
+    documents: Vec<u32>,
+    /// Internal: open the run under ROOT in this process (with `VERIFY`: sizes or checksums) and
+    /// print the milliseconds and resident bytes.
+    #[arg(long, hide = true, num_args = 2, value_names = ["ROOT", "VERIFY"])]
+    open: Option<Vec<String>>,
+}
 
 const MIB: f64 = (1u64 << 20) as f64;
 
@@ -56,19 +74,12 @@ fn median(mut v: Vec<f64>) -> f64 {
 
 #[allow(clippy::print_stdout)]
 fn main() {
-    let args: Vec<String> = std::env::args().collect();
-    if args.get(1).map(String::as_str) == Some("--open") {
-        open_child(Path::new(&args[2]), &args[3]);
+    let cli = Cli::parse();
+    if let Some(open) = &cli.open {
+        open_child(Path::new(&open[0]), &open[1]);
         return;
     }
-    let sizes: Vec<usize> = if args.len() > 1 {
-        args[1..]
-            .iter()
-            .map(|a| a.parse().expect("a document count"))
-            .collect()
-    } else {
-        vec![10_000, 60_000]
-    };
+    let sizes: Vec<usize> = cli.documents.iter().map(|&n| n as usize).collect();
     let dir = tempfile::tempdir().expect("temp dir");
     println!(
         "| documents | rows (all tables) | run MiB | verify | open ms | ms per million rows | RSS after open MiB | RSS growth MiB |"

@@ -508,21 +508,35 @@ fn concepts(root: &Path, num_docs: usize, queries: usize) {
     }
 }
 
+/// Command line of `query-bench` (see the crate-level docs of this binary).
+#[derive(Debug, clap::Parser)]
+#[command(
+    name = "query-bench",
+    about = "Query latency of the engine (search_themes, find_by_meaning) on synthetic runs, as markdown tables"
+)]
+struct Cli {
+    /// 1k/10k communities and 100k documents (instead of up to 100k communities and 1M
+    /// documents).
+    #[arg(long)]
+    quick: bool,
+    /// Only the `search_themes` tables.
+    #[arg(long, conflicts_with = "concepts_only")]
+    themes_only: bool,
+    /// Only the `find_by_meaning` tables.
+    #[arg(long)]
+    concepts_only: bool,
+    /// Independent random report embeddings (default: clustered by topic).
+    #[arg(long)]
+    uniform: bool,
+    /// Write the runs under DIR and leave them there (to profile an open).
+    #[arg(long, value_name = "DIR")]
+    keep: Option<PathBuf>,
+}
+
 fn main() {
-    let args: Vec<String> = std::env::args().collect();
-    if args.iter().any(|a| a == "--help" || a == "-h") {
-        println!(
-            "query-bench [--quick] [--themes-only] [--concepts-only] [--uniform] [--keep DIR]\n  --quick: 1k/10k communities and 100k documents\n  --uniform: independent random report embeddings (default: clustered by topic)"
-        );
-        return;
-    }
-    let quick = args.iter().any(|a| a == "--quick");
-    // `--keep DIR`: write the runs under DIR and leave them there (to profile an open).
-    let keep = args
-        .iter()
-        .position(|a| a == "--keep")
-        .and_then(|i| args.get(i + 1))
-        .map(PathBuf::from);
+    let cli = <Cli as clap::Parser>::parse();
+    let quick = cli.quick;
+    let keep = cli.keep.clone();
     let dir = match &keep {
         Some(d) => {
             std::fs::create_dir_all(d).expect("--keep DIR");
@@ -530,20 +544,20 @@ fn main() {
         }
         None => tempfile_dir(),
     };
-    if !args.iter().any(|a| a == "--concepts-only") {
+    if !cli.concepts_only {
         let sizes: &[usize] = if quick {
             &[1_000, 10_000]
         } else {
             &[1_000, 10_000, 100_000]
         };
-        let space = if args.iter().any(|a| a == "--uniform") {
+        let space = if cli.uniform {
             Space::Uniform
         } else {
             Space::Clustered
         };
         themes(&dir, sizes, if quick { 200 } else { 1_000 }, space);
     }
-    if !args.iter().any(|a| a == "--themes-only") {
+    if !cli.themes_only {
         concepts(
             &dir,
             if quick { 100_000 } else { 1_000_000 },

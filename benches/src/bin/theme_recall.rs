@@ -26,7 +26,7 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use agrag_benches::common::{arg, workspace};
+use agrag_benches::common::workspace;
 use agrag_benches::retrieval::{Candidate, candidates, embed_all, percentile, timed_ms, top_k};
 use agrag_engine::query::theme::Status;
 use agrag_engine::{Engine, EngineConfig, QueryInput, Scope, ThemeRequest};
@@ -35,6 +35,28 @@ use agrag_pipeline::leiden::LeidenConfig;
 use agrag_pipeline::link::LinkConfig;
 use agrag_pipeline::report::ExtractiveReportWriter;
 use agrag_pipeline::run::{EMBED_CHUNK_TEXTS, RunConfig, run};
+use clap::Parser;
+
+/// Command line of `theme-recall` (see the crate-level docs of this binary).
+#[derive(Debug, Parser)]
+#[command(
+    name = "theme-recall",
+    about = "How often theme search leads a question back to its own document, per embedder, as a markdown table"
+)]
+struct Cli {
+    /// Embedders to measure.
+    #[arg(long, value_delimiter = ',', default_value = "minilm,minilm-truncate,hash", value_parser = clap::builder::PossibleValuesParser::new(["minilm", "minilm-truncate", "hash"]))]
+    embedders: Vec<String>,
+    /// Threads of the pipeline and the queries (1..=1024).
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u16).range(1..=1024))]
+    threads: u16,
+    /// Corpus (JSON lines) [default: the shipped PubMedQA documents].
+    #[arg(long)]
+    documents: Option<PathBuf>,
+    /// MeSH vocabulary folder [default: the shipped data/mesh].
+    #[arg(long)]
+    vocabulary: Option<PathBuf>,
+}
 
 /// One embedder's figures.
 struct Row {
@@ -54,18 +76,17 @@ struct Row {
 }
 
 fn main() {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let names: Vec<&str> = arg(&args, "--embedders")
-        .unwrap_or("minilm,minilm-truncate,hash")
-        .split(',')
-        .collect();
-    let threads: usize = arg(&args, "--threads").map_or(2, |t| t.parse().expect("--threads N"));
-    let documents = arg(&args, "--documents").map_or_else(
-        || workspace().join("data/pubmedqa/documents.jsonl"),
-        PathBuf::from,
-    );
-    let vocabulary =
-        arg(&args, "--vocabulary").map_or_else(|| workspace().join("data/mesh"), PathBuf::from);
+    let cli = Cli::parse();
+    let names: Vec<&str> = cli.embedders.iter().map(String::as_str).collect();
+    let threads = usize::from(cli.threads);
+    let documents = cli
+        .documents
+        .clone()
+        .unwrap_or_else(|| workspace().join("data/pubmedqa/documents.jsonl"));
+    let vocabulary = cli
+        .vocabulary
+        .clone()
+        .unwrap_or_else(|| workspace().join("data/mesh"));
 
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(threads)

@@ -196,14 +196,6 @@ pub fn synthetic_run(
     data
 }
 
-/// The value after the flag `name` in `args` (`--flag VALUE`), if both are there.
-pub fn arg<'a>(args: &'a [String], name: &str) -> Option<&'a str> {
-    args.iter()
-        .position(|a| a == name)
-        .and_then(|i| args.get(i + 1))
-        .map(String::as_str)
-}
-
 /// The workspace root (the folder above `benches/`).
 pub fn workspace() -> std::path::PathBuf {
     std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
