@@ -131,9 +131,37 @@ pub async fn serve_stdio(tools: ToolBox) -> std::io::Result<()> {
     Ok(())
 }
 
+/// Largest request body the HTTP transport reads, in bytes (4 MiB).
+pub const MAX_HTTP_BODY_BYTES: usize = 4 << 20;
+
+/// Answers `413 Payload Too Large` before reading any of the body when a request declares a
+/// `Content-Length` over [`MAX_HTTP_BODY_BYTES`], so a client that sent `Expect: 100-continue`
+/// gets the refusal instead of uploading the body. (A body without a declared length is cut at
+/// the same limit by the MCP transport while it is read.)
+async fn refuse_declared_oversize(
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    let declared = request
+        .headers()
+        .get(axum::http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    match declared {
+        Some(len) if len > MAX_HTTP_BODY_BYTES as u64 => (
+            axum::http::StatusCode::PAYLOAD_TOO_LARGE,
+            format!("request body of {len} bytes is over the limit of {MAX_HTTP_BODY_BYTES} bytes"),
+        )
+            .into_response(),
+        _ => next.run(request).await,
+    }
+}
+
 /// Serves MCP over streamable HTTP at `http://ADDR/mcp` until Ctrl-C. Prints the URL on
 /// stderr once listening. Requests whose `Host` is not loopback or the bound address are
-/// refused (DNS-rebinding protection); bodies over 4 MiB are refused.
+/// refused (DNS-rebinding protection); bodies over [`MAX_HTTP_BODY_BYTES`] are refused with
+/// `413`, before any of the body is read when the request declares its length.
 ///
 /// # Errors
 /// When `addr` cannot be bound, or the server fails.
@@ -152,14 +180,18 @@ pub async fn serve_http(tools: ToolBox, addr: SocketAddr) -> std::io::Result<()>
         "::1".to_owned(),
     ];
     hosts.push(local.ip().to_string());
-    let config = StreamableHttpServerConfig::default().with_allowed_hosts(hosts);
+    let config = StreamableHttpServerConfig::default()
+        .with_allowed_hosts(hosts)
+        .with_max_request_body_bytes(MAX_HTTP_BODY_BYTES);
     let server = McpServer::new(tools);
     let service = StreamableHttpService::new(
         move || Ok(server.clone()),
         LocalSessionManager::default().into(),
         config,
     );
-    let router = axum::Router::new().nest_service("/mcp", service);
+    let router = axum::Router::new()
+        .nest_service("/mcp", service)
+        .layer(axum::middleware::from_fn(refuse_declared_oversize));
     eprintln!("agrag-engine MCP server listening on http://{local}/mcp");
     axum::serve(listener, router)
         .with_graceful_shutdown(async {
