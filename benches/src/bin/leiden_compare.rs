@@ -12,7 +12,10 @@
 //! implementation, or an out-of-range count, is an error before anything runs.
 //!
 //! Each implementation runs `--repeat` times (in rounds, so load on the machine hits all alike)
-//! and the run of median wall time is reported, with its CPU seconds and memory.
+//! and the run of median wall time is reported, with its CPU seconds and memory. Under the table,
+//! one line per graph judges our 2-thread run against the targets of issue 3 (✓ or ✗): 2 threads
+//! at least 1.6 × faster than 1, peak RSS within `2 × CSR + 64 MiB`, at least 5 × faster than
+//! igraph-leiden, and modularity at least 0.997 × igraph-leiden's.
 //!
 //! Every measurement runs in a child process (this binary with `--child`, or
 //! `benches/peers/run_peer.py`), so peak RSS is per implementation. Wall and CPU seconds cover the
@@ -44,6 +47,17 @@ const PEERS: [&str; 5] = [
     "networkit-leiden",
     "networkit-plm",
 ];
+
+/// Targets of issue 3, judged in the summary lines under the table (2 threads): wall time
+/// against igraph-leiden's, 2 threads against 1, and modularity against igraph-leiden's.
+const SPEED_TARGET: f64 = 5.0;
+const SCALING_TARGET: f64 = 1.6;
+const QUALITY_TARGET: f64 = 0.997;
+
+/// `✓` when a target is met, `✗` when not (NaN, from a failed run, is not met).
+fn verdict(met: bool) -> &'static str {
+    if met { "✓" } else { "✗" }
+}
 
 /// Our implementations that can be measured.
 const OURS: [&str; 3] = ["agrag-leiden", "agrag-louvain", "agrag-hierarchical"];
@@ -561,18 +575,22 @@ fn parent(cli: &Cli) -> i32 {
                 (Some(a), Some(b)) if a == b => "identical",
                 _ => "DIFFERENT",
             };
+            let speedup = wall(one) / wall(two);
             print!(
-                "- {name}: 2 threads {:.2}x faster than 1 thread (membership {same}); peak RSS {:.0} MiB vs limit 2 x CSR + 64 MiB = {:.0} MiB",
-                wall(one) / wall(two),
+                "- {name}: 2 threads {speedup:.2}x faster than 1 thread {} (target {SCALING_TARGET}x; membership {same}); peak RSS {:.0} MiB vs limit 2 x CSR + 64 MiB = {:.0} MiB {}",
+                verdict(speedup >= SCALING_TARGET),
                 peak / 1048576.0,
-                limit / 1048576.0
+                limit / 1048576.0,
+                verdict(peak <= limit)
             );
             if let Some(ig) = find("igraph-leiden", 1) {
+                let faster = wall(ig) / wall(two);
+                let ratio = two.modularity.unwrap_or(f64::NAN) / ig.modularity.unwrap_or(f64::NAN);
                 print!(
-                    "; {:.2}x faster than igraph-leiden, modularity {:.4} = {:.4} x igraph's",
-                    wall(ig) / wall(two),
+                    "; {faster:.2}x faster than igraph-leiden {} (target {SPEED_TARGET}x), modularity {:.4} = {ratio:.4} x igraph's {} (target {QUALITY_TARGET})",
+                    verdict(faster >= SPEED_TARGET),
                     two.modularity.unwrap_or(f64::NAN),
-                    two.modularity.unwrap_or(f64::NAN) / ig.modularity.unwrap_or(f64::NAN)
+                    verdict(ratio >= QUALITY_TARGET)
                 );
             }
             println!();
