@@ -18,6 +18,10 @@ pub struct Candidate {
     pub embedder: Arc<dyn Embedder>,
 }
 
+/// Names [`candidates`] knows: all-MiniLM-L6-v2 (long texts as the mean of windows, or
+/// truncated) and the built-in hash embedder.
+pub const EMBEDDERS: [&str; 3] = ["minilm", "minilm-truncate", "hash"];
+
 /// The embedders named in `names`: `minilm` (long texts as the mean over 254-piece windows,
 /// the default), `minilm-truncate` (long texts truncated at 256 word pieces, as
 /// sentence-transformers does), `hash`. MiniLM is read from `EMBEDDING_MODEL_PATH` (or the default folder); when

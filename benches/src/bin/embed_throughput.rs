@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 
 use clap::Parser;
 
-use agrag_benches::retrieval::{candidates, embed_all, percentile, timed_ms};
+use agrag_benches::retrieval::{EMBEDDERS, candidates, embed_all, percentile, timed_ms};
 use agrag_engine::embed::MiniLmEmbedder;
 use agrag_engine::embed::settings::model_path_from_env;
 use agrag_pipeline::ingest::read_jsonl;
@@ -45,9 +45,6 @@ struct Cli {
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
     limit: Option<u64>,
 }
-
-/// Embedders `--embedders` accepts (see `agrag_benches::retrieval::candidates`).
-const EMBEDDERS: [&str; 3] = ["minilm", "minilm-truncate", "hash"];
 
 fn main() {
     let cli = Cli::parse();

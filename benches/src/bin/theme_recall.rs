@@ -27,7 +27,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use agrag_benches::common::workspace;
-use agrag_benches::retrieval::{Candidate, candidates, embed_all, percentile, timed_ms, top_k};
+use agrag_benches::retrieval::{
+    Candidate, EMBEDDERS, candidates, embed_all, percentile, timed_ms, top_k,
+};
 use agrag_engine::query::theme::Status;
 use agrag_engine::{Engine, EngineConfig, QueryInput, Scope, ThemeRequest};
 use agrag_pipeline::ingest::read_jsonl;
@@ -45,7 +47,7 @@ use clap::Parser;
 )]
 struct Cli {
     /// Embedders to measure.
-    #[arg(long, value_delimiter = ',', default_value = "minilm,minilm-truncate,hash", value_parser = clap::builder::PossibleValuesParser::new(["minilm", "minilm-truncate", "hash"]))]
+    #[arg(long, value_delimiter = ',', default_value = "minilm,minilm-truncate,hash", value_parser = clap::builder::PossibleValuesParser::new(EMBEDDERS))]
     embedders: Vec<String>,
     /// Threads of the pipeline and the queries (1..=1024).
     #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u16).range(1..=1024))]

@@ -25,6 +25,20 @@ impl WeightStore {
     }
 }
 
+/// Evaluates `$body` with `$ts` / `$ws` bound to the neighbor ids and the weight slice of a row
+/// from [`Graph::row`], whichever the weights' element type: `$body` is compiled once for `f64`
+/// and once for `f32` weights, so a hot loop generic over `W: Copy + Into<f64>` runs without a
+/// match per entry.
+macro_rules! with_row {
+    ($row:expr, |$ts:ident, $ws:ident| $body:expr) => {
+        match $row {
+            ($ts, $crate::graph::RowWeights::F64($ws)) => $body,
+            ($ts, $crate::graph::RowWeights::F32($ws)) => $body,
+        }
+    };
+}
+pub(crate) use with_row;
+
 /// The weights of one row of a [`Graph`], aligned with its neighbor ids: `f64`, or `f32` in the
 /// optimiser's aggregate graphs of an integer-weighted graph (whose weights are then integers up
 /// to 2^24, exact in `f32`). Hot loops match once per row and run generic over the element type
@@ -126,6 +140,17 @@ impl PartialEq for Graph {
             && self.self_loops == other.self_loops
             && self.degrees == other.degrees
             && (0..self.num_nodes() as u32).all(|u| self.neighbors(u).eq(other.neighbors(u)))
+    }
+}
+
+/// End of the row of `u` in the entry arrays: `offsets[u + 1]`, or `row_ends[u]` when the rows
+/// have gaps between them (`row_ends` not empty).
+#[inline]
+fn row_end(offsets: &[usize], row_ends: &[usize], u: usize) -> usize {
+    if row_ends.is_empty() {
+        offsets[u + 1]
+    } else {
+        row_ends[u]
     }
 }
 
@@ -236,13 +261,7 @@ impl Graph {
         debug_assert_eq!(offsets.len(), n + 1);
         debug_assert!(row_ends.is_empty() || row_ends.len() == n);
         debug_assert_eq!(targets.len(), weights.len());
-        let end = |u: usize| {
-            if row_ends.is_empty() {
-                offsets[u + 1]
-            } else {
-                row_ends[u]
-            }
-        };
+        let end = |u: usize| row_end(&offsets, &row_ends, u);
         // Weighted degrees (row sums in row order, then the self-loop twice).
         let degrees: Vec<f64> = (0..n)
             .into_par_iter()
@@ -365,11 +384,7 @@ impl Graph {
     /// End of the row of `u` in `targets` / `weights`.
     #[inline]
     fn row_end(&self, u: u32) -> usize {
-        if self.row_ends.is_empty() {
-            self.offsets[u as usize + 1]
-        } else {
-            self.row_ends[u as usize]
-        }
+        row_end(&self.offsets, &self.row_ends, u as usize)
     }
 
     /// Number of neighbors of `u` other than `u` itself.

@@ -9,5 +9,6 @@ pub mod builder;
 pub mod csr;
 pub mod edgelist;
 
+pub(crate) use csr::with_row;
 pub use csr::{Graph, RowWeights};
 pub use edgelist::read_edge_list;

@@ -5,7 +5,7 @@ use rayon::prelude::*;
 
 use super::local_moving::{Accumulator, with_accumulator};
 use crate::graph::csr::WeightStore;
-use crate::graph::{Graph, RowWeights};
+use crate::graph::{Graph, with_row};
 
 /// Parallel tasks of an aggregation (blocks of communities of about equal cost).
 const BLOCKS: usize = 256;
@@ -212,10 +212,9 @@ fn fill<O: Stored>(
                     acc.begin(group.iter().map(|&v| graph.degree(v)).sum());
                     for &v in group {
                         own += graph.self_loop_weight(v);
-                        internal += match graph.row(v) {
-                            (ts, RowWeights::F64(ws)) => add_row(ts, ws, labels, c as u32, acc),
-                            (ts, RowWeights::F32(ws)) => add_row(ts, ws, labels, c as u32, acc),
-                        };
+                        internal += with_row!(graph.row(v), |ts, ws| {
+                            add_row(ts, ws, labels, c as u32, acc)
+                        });
                     }
                     *len = acc.touched.len();
                     for (j, &d) in acc.touched.iter().enumerate() {

@@ -22,7 +22,7 @@ use rayon::prelude::*;
 
 use super::rng::{Purpose, Stream};
 
-use crate::graph::{Graph, RowWeights};
+use crate::graph::{Graph, with_row};
 
 /// Target meaning "a new, empty community".
 const EMPTY: u32 = u32::MAX;
@@ -390,10 +390,9 @@ pub(crate) fn move_nodes(
                 }
                 let s = node_weights[v as usize];
                 let (w_own, w_target, row_weight) = if d.may_be_stale {
-                    match graph.row(v) {
-                        (ts, RowWeights::F64(ws)) => weights_to(ts, ws, membership, own, target),
-                        (ts, RowWeights::F32(ws)) => weights_to(ts, ws, membership, own, target),
-                    }
+                    with_row!(graph.row(v), |ts, ws| {
+                        weights_to(ts, ws, membership, own, target)
+                    })
                 } else {
                     (d.w_own, d.w_target, d.row_weight)
                 };
@@ -479,10 +478,9 @@ fn best_community(
     in_batch: &[u64],
     v: u32,
 ) -> Decision {
-    match level.graph.row(v) {
-        (ts, RowWeights::F64(ws)) => best_in_row(level, membership, totals, in_batch, v, ts, ws),
-        (ts, RowWeights::F32(ws)) => best_in_row(level, membership, totals, in_batch, v, ts, ws),
-    }
+    with_row!(level.graph.row(v), |ts, ws| {
+        best_in_row(level, membership, totals, in_batch, v, ts, ws)
+    })
 }
 
 /// [`best_community`] on the row `ts` / `ws` of `v`, generic over the weights' type.

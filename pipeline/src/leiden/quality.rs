@@ -20,7 +20,7 @@ use rayon::prelude::*;
 
 use super::Objective;
 use crate::graph::csr::chunked_sum;
-use crate::graph::{Graph, RowWeights};
+use crate::graph::{Graph, with_row};
 
 /// Modularity of `membership` on `graph` at resolution `γ = resolution` (igraph's definition,
 /// self-loops counted twice in degrees and internal weight).
@@ -135,10 +135,9 @@ pub(crate) fn raw_quality(
             let mut acc = 0.0;
             for v in nodes {
                 let c = membership[v];
-                let row = match graph.row(v as u32) {
-                    (ts, RowWeights::F64(ws)) => weight_into(ts, ws, membership, c),
-                    (ts, RowWeights::F32(ws)) => weight_into(ts, ws, membership, c),
-                };
+                let row = with_row!(graph.row(v as u32), |ts, ws| {
+                    weight_into(ts, ws, membership, c)
+                });
                 acc += 0.5 * row + graph.self_loop_weight(v as u32);
             }
             acc

@@ -18,7 +18,7 @@ use rayon::prelude::*;
 use super::aggregate::group_by_label;
 use super::local_moving::{Accumulator, Level};
 use super::rng::{Purpose, Stream};
-use crate::graph::RowWeights;
+use crate::graph::with_row;
 
 /// Per-thread scratch of the refinement of one community (indices are local to the community).
 #[derive(Default)]
@@ -147,10 +147,9 @@ fn refine_one(
     for (i, &v) in nodes.iter().enumerate() {
         let range = (start as u32, len);
         let (l_targets, l_weights) = (&mut s.local_targets, &mut s.local_weights);
-        let inside = match level.graph.row(v) {
-            (ts, RowWeights::F64(ws)) => local_row(ts, ws, position, range, l_targets, l_weights),
-            (ts, RowWeights::F32(ws)) => local_row(ts, ws, position, range, l_targets, l_weights),
-        };
+        let inside = with_row!(level.graph.row(v), |ts, ws| {
+            local_row(ts, ws, position, range, l_targets, l_weights)
+        });
         s.local_offsets.push(s.local_targets.len());
         s.to_community.push(inside);
         s.label.push(i as u32);
