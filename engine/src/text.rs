@@ -12,6 +12,10 @@ use std::sync::Arc;
 use roaring::RoaringBitmap;
 use tantivy::collector::{Collector, SegmentCollector, TopDocs};
 use tantivy::columnar::Column;
+use tantivy::directory::error::{DeleteError, LockError, OpenReadError, OpenWriteError};
+use tantivy::directory::{
+    Directory, DirectoryLock, FileHandle, Lock, MmapDirectory, WatchCallback, WatchHandle, WritePtr,
+};
 use tantivy::query::QueryParser;
 use tantivy::schema::{FAST, Field, INDEXED, STORED, Schema, TextFieldIndexing, TextOptions};
 use tantivy::tokenizer::{
@@ -101,6 +105,116 @@ pub fn build_text_index<'a>(
     Ok(())
 }
 
+/// A run's text index as a tantivy directory that never writes.
+///
+/// tantivy's reader takes the meta lock (creating `.tantivy-meta.lock` in the index folder)
+/// while it opens segments, so that a writer's garbage collection cannot delete them under it.
+/// A run is write-once and no writer ever opens it again, so there is nothing to guard
+/// against: the lock is granted without touching the disk, and every write is refused. That
+/// is what lets a read-only mount be served.
+#[derive(Debug, Clone)]
+struct ReadOnlyDirectory(MmapDirectory);
+
+/// The error every write to a [`ReadOnlyDirectory`] gets.
+fn read_only_error() -> std::io::Error {
+    std::io::Error::new(
+        std::io::ErrorKind::ReadOnlyFilesystem,
+        "a run's text index is opened read-only",
+    )
+}
+
+impl Directory for ReadOnlyDirectory {
+    fn get_file_handle(
+        &self,
+        path: &Path,
+    ) -> std::result::Result<Arc<dyn FileHandle>, OpenReadError> {
+        self.0.get_file_handle(path)
+    }
+
+    fn delete(&self, path: &Path) -> std::result::Result<(), DeleteError> {
+        Err(DeleteError::IoError {
+            io_error: Arc::new(read_only_error()),
+            filepath: path.to_owned(),
+        })
+    }
+
+    fn exists(&self, path: &Path) -> std::result::Result<bool, OpenReadError> {
+        self.0.exists(path)
+    }
+
+    fn open_write(&self, path: &Path) -> std::result::Result<WritePtr, OpenWriteError> {
+        Err(OpenWriteError::wrap_io_error(
+            read_only_error(),
+            path.to_owned(),
+        ))
+    }
+
+    fn atomic_read(&self, path: &Path) -> std::result::Result<Vec<u8>, OpenReadError> {
+        self.0.atomic_read(path)
+    }
+
+    fn atomic_write(&self, _path: &Path, _data: &[u8]) -> std::io::Result<()> {
+        Err(read_only_error())
+    }
+
+    fn sync_directory(&self) -> std::io::Result<()> {
+        Ok(())
+    }
+
+    fn acquire_lock(&self, _lock: &Lock) -> std::result::Result<DirectoryLock, LockError> {
+        // Nothing can change or delete a run's files while it is read (see the type's docs).
+        Ok(DirectoryLock::from(Box::new(())))
+    }
+
+    fn watch(&self, _callback: WatchCallback) -> tantivy::Result<WatchHandle> {
+        // The index never changes, so there is nothing to watch.
+        Ok(WatchHandle::empty())
+    }
+}
+
+/// The I/O error inside a tantivy error, with the file it happened on (relative to the index
+/// folder, or absolute), when there is one.
+fn io_error_of(e: &tantivy::TantivyError) -> Option<(&Arc<std::io::Error>, Option<&Path>)> {
+    use tantivy::TantivyError as T;
+    use tantivy::directory::error::OpenDirectoryError;
+    match e {
+        T::IoError(io) | T::LockFailure(LockError::IoError(io), _) => Some((io, None)),
+        T::OpenReadError(OpenReadError::IoError { io_error, filepath })
+        | T::OpenWriteError(OpenWriteError::IoError { io_error, filepath }) => {
+            Some((io_error, Some(filepath.as_path())))
+        }
+        T::OpenDirectoryError(OpenDirectoryError::IoError {
+            io_error,
+            directory_path,
+        }) => Some((io_error, Some(directory_path.as_path()))),
+        _ => None,
+    }
+}
+
+/// The engine error for a failure to open the text index in `dir`: the operating system's
+/// refusals (permission denied, read-only file system) are [`EngineError::Io`] naming the file,
+/// with the `io::Error` as source; anything else means the index is not what the run promises
+/// ([`EngineError::Corrupt`]).
+fn text_index_open_error(dir: &Path, e: tantivy::TantivyError) -> EngineError {
+    use std::io::ErrorKind;
+    if let Some((io, file)) = io_error_of(&e)
+        && matches!(
+            io.kind(),
+            ErrorKind::PermissionDenied | ErrorKind::ReadOnlyFilesystem
+        )
+    {
+        let path = file.map_or_else(|| dir.to_owned(), |f| dir.join(f));
+        // The error is ours alone, so the Arc is unique and the io::Error itself becomes the
+        // source; were it shared, a copy of its kind and message stands in.
+        let io = Arc::clone(io);
+        drop(e);
+        let source = Arc::try_unwrap(io)
+            .unwrap_or_else(|shared| std::io::Error::new(shared.kind(), shared.to_string()));
+        return EngineError::io(path, source);
+    }
+    EngineError::corrupt(dir, format!("text index: {e}"))
+}
+
 /// An opened, read-only text index.
 pub struct TextIndex {
     index: Index,
@@ -115,20 +229,25 @@ impl std::fmt::Debug for TextIndex {
 }
 
 impl TextIndex {
-    /// Opens the index in `dir` without writing to it.
+    /// Opens the index in `dir` for reading only: nothing is written, no lock file is taken, so
+    /// a run on a read-only mount (or owned by another user) is served as any other.
     ///
     /// # Errors
-    /// [`EngineError::Corrupt`] when it cannot be opened.
+    /// [`EngineError::Io`] naming the file when the operating system refuses to read it
+    /// (permission denied, for instance), with the `io::Error` as its source; a permission
+    /// problem is never reported as corruption. [`EngineError::Corrupt`] when the index cannot
+    /// be read for any other reason.
     pub fn open(dir: &Path) -> Result<Self> {
-        let corrupt =
-            |e: tantivy::TantivyError| EngineError::corrupt(dir, format!("text index: {e}"));
-        let index = Index::open_in_dir(dir).map_err(corrupt)?;
+        let open_error = |e: tantivy::TantivyError| text_index_open_error(dir, e);
+        let directory = MmapDirectory::open(dir)
+            .map_err(|e| open_error(tantivy::TantivyError::OpenDirectoryError(e)))?;
+        let index = Index::open(ReadOnlyDirectory(directory)).map_err(open_error)?;
         register_tokenizer(&index)?;
         let reader = index
             .reader_builder()
             .reload_policy(ReloadPolicy::Manual)
             .try_into()
-            .map_err(corrupt)?;
+            .map_err(open_error)?;
         let (_, fields) = schema();
         Ok(Self {
             index,
@@ -286,6 +405,118 @@ impl SegmentCollector for WithinSegment {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The files (names) and modification time of a folder.
+    fn listing(dir: &Path) -> (Vec<String>, std::time::SystemTime) {
+        let mut names: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        (names, std::fs::metadata(dir).unwrap().modified().unwrap())
+    }
+
+    /// Opening and searching an index writes nothing into its folder: no lock file, no
+    /// changed entry (the tests run as root, whom permissions do not stop, so this is how a
+    /// read-only mount's refusal is anticipated here; the integration tests mount one).
+    #[test]
+    fn opening_writes_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let index_dir = dir.path().join(TEXT_INDEX_DIR);
+        build_text_index(&index_dir, [("Aspirin", vec!["aspirin relieves pain"])]).unwrap();
+        // The writer leaves its lock files behind; remove them, so that a reader taking a lock
+        // would have to create one.
+        for e in std::fs::read_dir(&index_dir).unwrap() {
+            let path = e.unwrap().path();
+            if path
+                .file_name()
+                .unwrap()
+                .to_string_lossy()
+                .ends_with(".lock")
+            {
+                std::fs::remove_file(path).unwrap();
+            }
+        }
+        let before = listing(&index_dir);
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        let index = TextIndex::open(&index_dir).unwrap();
+        assert_eq!(index.search("pain", 10).unwrap().len(), 1);
+        assert_eq!(index.num_docs(), 1);
+        drop(index);
+        assert_eq!(listing(&index_dir), before);
+    }
+
+    /// The operating system's refusals become `Io` errors naming the file, with the
+    /// `io::Error` as source; other failures are corruption.
+    #[test]
+    fn permission_errors_are_io_errors_not_corruption() {
+        use std::io::ErrorKind;
+        use std::path::PathBuf;
+        use tantivy::TantivyError;
+        let dir = Path::new("/srv/agrag/runs/r1/text_index");
+        let denied = || std::io::Error::from(ErrorKind::PermissionDenied);
+        let cases = [
+            (
+                TantivyError::OpenReadError(OpenReadError::wrap_io_error(
+                    denied(),
+                    PathBuf::from("meta.json"),
+                )),
+                dir.join("meta.json"),
+            ),
+            (
+                TantivyError::LockFailure(LockError::wrap_io_error(denied()), None),
+                dir.to_owned(),
+            ),
+            (
+                TantivyError::OpenDirectoryError(
+                    tantivy::directory::error::OpenDirectoryError::wrap_io_error(
+                        std::io::Error::from(ErrorKind::ReadOnlyFilesystem),
+                        dir.to_owned(),
+                    ),
+                ),
+                dir.to_owned(),
+            ),
+        ];
+        for (e, want) in cases {
+            let mapped = text_index_open_error(dir, e);
+            match &mapped {
+                EngineError::Io { path, source } => {
+                    assert_eq!(path, &want);
+                    assert!(
+                        matches!(
+                            source.kind(),
+                            ErrorKind::PermissionDenied | ErrorKind::ReadOnlyFilesystem
+                        ),
+                        "{source:?}"
+                    );
+                }
+                other => panic!("expected an Io error, got {other:?}"),
+            }
+            assert!(std::error::Error::source(&mapped).is_some());
+            assert!(!mapped.to_string().contains("corrupt"), "{mapped}");
+        }
+        let damaged = text_index_open_error(
+            dir,
+            TantivyError::DataCorruption(tantivy::error::DataCorruption::comment_only(
+                "bad footer",
+            )),
+        );
+        assert!(
+            matches!(damaged, EngineError::Corrupt { .. }),
+            "{damaged:?}"
+        );
+        let missing = text_index_open_error(
+            dir,
+            TantivyError::OpenReadError(OpenReadError::wrap_io_error(
+                std::io::Error::from(ErrorKind::NotFound),
+                PathBuf::from("meta.json"),
+            )),
+        );
+        assert!(
+            matches!(missing, EngineError::Corrupt { .. }),
+            "{missing:?}"
+        );
+    }
 
     /// The plain bitset of a large filter answers exactly as the roaring bitmap it copies.
     #[test]

@@ -13,5 +13,7 @@ mod tools;
 mod mcp_stdio;
 // Operations: reload and watcher, gc while served, damaged files refused, `verify`.
 mod ops;
+// Read-only snapshots: a read-only mount served and verified, writing nothing.
+mod read_only;
 // Concurrency: two processes flipping flags, four reader threads, on the golden run.
 mod stress;
