@@ -37,6 +37,9 @@ DOCUMENTED = {
                       ("relation", STR, "VARCHAR")],
     "document_concepts": [("document_key", STR, "VARCHAR"), ("node_field", STR, "VARCHAR"),
                           ("concept_id", STR, "VARCHAR")],
+    "concept_evidence": [("document_key", STR, "VARCHAR"), ("concept_id", STR, "VARCHAR"),
+                         ("way", U32, "UINTEGER"), ("passage_id", STR, "VARCHAR")],
+    "report_sources": [("community_id", U32, "UINTEGER"), ("passage_id", STR, "VARCHAR")],
     "entities": [("entity_id", U32, "UINTEGER"), ("concept_id", STR, "VARCHAR"),
                  ("name", STR, "VARCHAR"), ("num_passages", U32, "UINTEGER"),
                  ("degree", F64, "DOUBLE")],
@@ -68,7 +71,9 @@ DOCUMENTED = {
 
 
 ACCELERATORS = ("concept_postings", "report_ivf_centroids", "report_ivf_lists")
-TABLES = [t for t in DOCUMENTED if t not in ACCELERATORS]
+# Tables added after the golden run of format 1 was written: every new run has them.
+ADDED_LATER = ("concept_evidence", "report_sources")
+TABLES = [t for t in DOCUMENTED if t not in ACCELERATORS and t not in ADDED_LATER]
 
 
 class Failure(Exception):
@@ -168,6 +173,11 @@ def check_run(run_dir):
     # accelerators (concept postings, IVF) are optional: older and smaller runs lack them.
     required = {f"{t}.parquet" for t in TABLES} | {f"{t}.arrow" for t in ("report_embeddings", "document_embeddings")}
     optional = {f"{t}.arrow" for t in ACCELERATORS}
+    later = {f"{t}.parquet" for t in ADDED_LATER}
+    found_later = later & set(checked)
+    expect(not found_later or found_later == later, str(run_dir),
+           f"holds {sorted(found_later)} of {sorted(later)}: a run has all or none")
+    optional |= later
     missing, extra = required - set(checked), set(checked) - required - optional
     expect(not missing and not extra, str(run_dir), f"missing {sorted(missing)}, unexpected {sorted(extra)}")
     return len(checked)

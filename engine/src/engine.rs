@@ -21,6 +21,8 @@ use crate::query::evidence::{self, Evidence};
 use crate::query::theme::{self, IndexState, Status, ThemeAnswer};
 use crate::snapshot::Snapshot;
 use crate::view::View;
+use crate::visibility::effective::EffectiveVisibility;
+use crate::visibility::withdrawn::Withdrawn;
 use crate::visibility::{Target, Visibility, VisibilityStore};
 
 /// How the engine embeds query text and checks the runs it opens.
@@ -101,6 +103,7 @@ struct VisibilityCache {
     hidden: Arc<RoaringBitmap>,
     hidden_documents: Arc<RoaringBitmap>,
     states: Arc<HashMap<u32, Visibility>>,
+    withdrawn: Arc<Withdrawn>,
 }
 
 /// The query engine over one snapshot root.
@@ -228,6 +231,7 @@ impl Engine {
     /// [`reload`](Engine::reload) when its content changes, so a newly published run is
     /// served within about one interval. A run that fails validation is refused (logged, see
     /// [`last_refused`](Engine::last_refused)) and not retried until `LATEST` changes again.
+    /// Each swap is logged (`tracing` info: the new run, the previous one and the root).
     /// The watcher stops when the returned [`Watcher`] is dropped.
     ///
     /// Polling a 37-byte file is cheap and sees the atomic rename of `LATEST` on every file
@@ -259,8 +263,17 @@ impl Engine {
                     };
                     let now = std::fs::read_to_string(&latest_path).ok();
                     if now != seen {
-                        // Errors are logged and recorded by reload itself.
-                        let _ = engine.reload();
+                        let previous = engine.run_id();
+                        // Refusals are logged and recorded by reload itself; a swap is logged
+                        // here, so that an operator sees when a published run is served.
+                        if let Ok(true) = engine.reload() {
+                            tracing::info!(
+                                root = %engine.root().display(),
+                                previous = previous.as_deref().unwrap_or("no run"),
+                                "LATEST changed: now serving run {}",
+                                engine.run_id().as_deref().unwrap_or("?")
+                            );
+                        }
                         seen = now;
                     }
                 }
@@ -304,6 +317,7 @@ impl Engine {
                 Some(store) => build_bitmap(snap, store)?,
                 None => (RoaringBitmap::new(), RoaringBitmap::new(), HashMap::new()),
             };
+            cache.withdrawn = Arc::new(Withdrawn::build(snap, &hidden, &hidden_documents));
             cache.hidden = Arc::new(hidden);
             cache.hidden_documents = Arc::new(hidden_documents);
             cache.states = Arc::new(states);
@@ -315,6 +329,7 @@ impl Engine {
             hidden: cache.hidden.clone(),
             hidden_documents: cache.hidden_documents.clone(),
             states: cache.states.clone(),
+            withdrawn: cache.withdrawn.clone(),
         })
     }
 
@@ -347,6 +362,28 @@ impl Engine {
         Ok(VisibilityStore::open(&path)?
             .get(target, key)?
             .map_or(Visibility::Visible, |f| f.state))
+    }
+
+    /// The effective visibility of a passage or document: the state queries apply (for a
+    /// passage, the more restrictive of its own flag and its document's in the served run),
+    /// which flag decides it, and both flags.
+    ///
+    /// # Errors
+    /// [`EngineError::Visibility`] when the store cannot be read.
+    pub fn effective_visibility(&self, target: Target, key: &str) -> Result<EffectiveVisibility> {
+        let document_key = match (target, self.snapshot.load_full()) {
+            (Target::Passage, Some(snap)) => snap
+                .passage_index(key)
+                .map(|p| snap.document_keys[snap.passage_document[p as usize] as usize].clone()),
+            _ => None,
+        };
+        let path = self.layout.visibility_path();
+        let store = if path.exists() {
+            Some(VisibilityStore::open(&path)?)
+        } else {
+            None
+        };
+        EffectiveVisibility::resolve(store.as_ref(), target, key, document_key.as_deref())
     }
 
     /// The embedder for text queries on `snap`: the configured one, else one built for the
@@ -526,7 +563,7 @@ impl Engine {
         };
         let vector = match &req.vector {
             Some(v) => match self.embed_query(snap, &v.input) {
-                Ok(q) => Some(concept::vector_scores(snap, &q, v.k)),
+                Ok(q) => Some(concept::vector_scores(&view, snap, &q, v.k)),
                 Err(message) => {
                     let mut a = concept::nothing(ConceptStatus::Failed, req.direction, &message);
                     a.run_id = Some(snap.run_id().to_owned());

@@ -291,24 +291,133 @@ impl TextIndex {
     /// # Errors
     /// [`EngineError::Internal`] when the search fails.
     pub fn search_within(&self, query: &str, within: &RoaringBitmap) -> Result<Vec<(u32, f32)>> {
+        self.search_within_readable(query, within, None)
+    }
+
+    /// As [`search_within`](Self::search_within), with the documents of `overlay` scored from
+    /// the overlay's text (their title and visible passages) instead of the text indexed at
+    /// publish time. Their scores use this index's corpus statistics (document count, document
+    /// frequencies, average field lengths), so a document scores exactly as it would have if
+    /// the run had indexed only its readable text; a document the hidden words alone matched
+    /// is not returned.
+    ///
+    /// # Errors
+    /// [`EngineError::Internal`] when the search fails.
+    pub fn search_within_readable(
+        &self,
+        query: &str,
+        within: &RoaringBitmap,
+        overlay: Option<&TextOverlay>,
+    ) -> Result<Vec<(u32, f32)>> {
         let searcher = self.reader.searcher();
-        let parser = QueryParser::for_index(&self.index, vec![self.fields.title, self.fields.body]);
-        let (q, _errors) = parser.parse_query_lenient(query);
-        let mut out = searcher
-            .search(
-                &q,
-                &WithinCollector {
-                    within: RowSet::new(within),
-                },
-            )
-            .map_err(|e| EngineError::Internal(format!("text search: {e}")))?;
+        let fields = vec![self.fields.title, self.fields.body];
+        let (q, _errors) =
+            QueryParser::for_index(&self.index, fields.clone()).parse_query_lenient(query);
+        let search_err =
+            |e: tantivy::TantivyError| EngineError::Internal(format!("text search: {e}"));
+        let mut out = match overlay {
+            Some(o) if !within.is_disjoint(&o.documents) => {
+                let mut out = searcher
+                    .search(
+                        &q,
+                        &WithinCollector {
+                            within: RowSet::new(&(within - &o.documents)),
+                        },
+                    )
+                    .map_err(search_err)?;
+                let (oq, _errors) =
+                    QueryParser::for_index(&o.index, fields).parse_query_lenient(query);
+                out.extend(
+                    o.reader
+                        .searcher()
+                        .search_with_statistics_provider(
+                            &oq,
+                            &WithinCollector {
+                                within: RowSet::new(&(within & &o.documents)),
+                            },
+                            &searcher,
+                        )
+                        .map_err(search_err)?,
+                );
+                out
+            }
+            _ => searcher
+                .search(
+                    &q,
+                    &WithinCollector {
+                        within: RowSet::new(within),
+                    },
+                )
+                .map_err(search_err)?,
+        };
         out.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
         Ok(out)
+    }
+
+    /// Indexes `documents` — `(document row, title, readable passages)` — apart from the run's
+    /// index, in memory, for [`search_within_readable`](Self::search_within_readable). Built
+    /// when visibility changes, for the documents that have a hidden passage; the cost follows
+    /// their text.
+    ///
+    /// # Errors
+    /// [`EngineError::Internal`] when tantivy fails.
+    pub fn overlay<'a>(
+        &self,
+        documents: impl IntoIterator<Item = (u32, &'a str, Vec<&'a str>)>,
+    ) -> Result<TextOverlay> {
+        let err = |e: tantivy::TantivyError| EngineError::Internal(format!("text overlay: {e}"));
+        let (schema, f) = schema();
+        let index = Index::create_in_ram(schema);
+        register_tokenizer(&index)?;
+        let mut writer: tantivy::IndexWriter<TantivyDocument> = index
+            .writer_with_num_threads(1, OVERLAY_WRITER_BYTES)
+            .map_err(err)?;
+        let mut rows = RoaringBitmap::new();
+        for (row, title, passages) in documents {
+            rows.insert(row);
+            let mut doc = TantivyDocument::default();
+            doc.add_u64(f.doc_ord, u64::from(row));
+            doc.add_text(f.title, title);
+            for p in passages {
+                doc.add_text(f.body, p);
+            }
+            writer.add_document(doc).map_err(err)?;
+        }
+        writer.commit().map_err(err)?;
+        let reader = index
+            .reader_builder()
+            .reload_policy(ReloadPolicy::Manual)
+            .try_into()
+            .map_err(err)?;
+        Ok(TextOverlay {
+            index,
+            reader,
+            documents: rows,
+        })
     }
 
     /// Number of indexed documents.
     pub fn num_docs(&self) -> u64 {
         self.reader.searcher().num_docs()
+    }
+}
+
+/// Indexing memory of an overlay: tantivy's minimum for one thread.
+const OVERLAY_WRITER_BYTES: usize = 15_000_000;
+
+/// The readable text of documents that have a hidden passage, indexed in memory with the run's
+/// schema and analyzer; see [`TextIndex::overlay`].
+pub struct TextOverlay {
+    index: Index,
+    reader: IndexReader,
+    documents: RoaringBitmap,
+}
+
+impl std::fmt::Debug for TextOverlay {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TextOverlay")
+            .field("documents", &self.documents.len())
+            .finish_non_exhaustive()
     }
 }
 
@@ -405,6 +514,45 @@ impl SegmentCollector for WithinSegment {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A document scored from the overlay scores exactly as it does in the run's index when the
+    /// overlay holds the same text, and loses only what the hidden passage held otherwise.
+    #[test]
+    fn overlay_scores_use_the_runs_statistics() {
+        let dir = tempfile::tempdir().unwrap();
+        let index_dir = dir.path().join(TEXT_INDEX_DIR);
+        let docs = [
+            ("Aspirin", vec!["aspirin relieves pain", "xylophone music"]),
+            ("Stroke", vec!["aspirin after stroke"]),
+            ("Rivers", vec!["rivers and lakes"]),
+        ];
+        build_text_index(&index_dir, docs.iter().map(|(t, p)| (*t, p.clone()))).unwrap();
+        let index = TextIndex::open(&index_dir).unwrap();
+        let all: RoaringBitmap = (0..3).collect();
+        let plain = index.search_within("aspirin xylophone", &all).unwrap();
+        let same = index.overlay([(0, docs[0].0, docs[0].1.clone())]).unwrap();
+        let through = index
+            .search_within_readable("aspirin xylophone", &all, Some(&same))
+            .unwrap();
+        assert_eq!(plain, through);
+        let readable = index.overlay([(0, docs[0].0, vec![docs[0].1[0]])]).unwrap();
+        assert!(
+            index
+                .search_within_readable("xylophone", &all, Some(&readable))
+                .unwrap()
+                .is_empty()
+        );
+        let hits = index
+            .search_within_readable("aspirin", &all, Some(&readable))
+            .unwrap();
+        assert_eq!(hits.iter().map(|h| h.0).collect::<Vec<_>>(), [0, 1]);
+        // Outside `within`, the overlay's documents stay out too.
+        let only_1: RoaringBitmap = [1].into_iter().collect();
+        let hits = index
+            .search_within_readable("aspirin", &only_1, Some(&readable))
+            .unwrap();
+        assert_eq!(hits.iter().map(|h| h.0).collect::<Vec<_>>(), [1]);
+    }
 
     /// The files (names) and modification time of a folder.
     fn listing(dir: &Path) -> (Vec<String>, std::time::SystemTime) {

@@ -7,6 +7,7 @@ use roaring::RoaringBitmap;
 
 use crate::snapshot::Snapshot;
 use crate::visibility::Visibility;
+use crate::visibility::withdrawn::Withdrawn;
 
 /// What a query reads: an immutable snapshot (or none when the index is not ready) and the
 /// bitmap of its passages that are not visible, as of the query's start. Cheap to clone.
@@ -16,6 +17,7 @@ pub struct View {
     pub(crate) hidden: Arc<RoaringBitmap>,
     pub(crate) hidden_documents: Arc<RoaringBitmap>,
     pub(crate) states: Arc<HashMap<u32, Visibility>>,
+    pub(crate) withdrawn: Arc<Withdrawn>,
 }
 
 impl View {
@@ -37,6 +39,17 @@ impl View {
     /// Effective visibility of passage row `p`.
     pub fn visibility(&self, p: u32) -> Visibility {
         self.states.get(&p).copied().unwrap_or(Visibility::Visible)
+    }
+
+    /// What the passages that are not visible withdraw from retrieval (see
+    /// [`withdrawn`](crate::visibility::withdrawn)).
+    pub fn withdrawn(&self) -> &Withdrawn {
+        &self.withdrawn
+    }
+
+    /// Passage rows that are not visible.
+    pub fn hidden_passages(&self) -> &RoaringBitmap {
+        &self.hidden
     }
 
     /// Number of passages that are not visible.

@@ -81,8 +81,10 @@ pub const MAX_THREADS: usize = 1024;
 /// threads, writes the membership Parquet file when `config.membership_out` is set, and reports.
 ///
 /// # Errors
-/// * [`PipelineError::InvalidConfig`] for `threads` outside `1..=`[`MAX_THREADS`] or a config that fails
-///   [`LeidenConfig::validate`] (checked before the file is read).
+/// * [`PipelineError::InvalidConfig`] for `threads` outside `1..=`[`MAX_THREADS`], a config that fails
+///   [`LeidenConfig::validate`], or a `membership_out` that is the edge list itself (the same
+///   file through any path, a symbolic link or a hard link: writing it would destroy the
+///   input); all checked before the file is read.
 /// * [`PipelineError::Io`] / [`PipelineError::Parse`] from reading the edge list, naming
 ///   `path:line`.
 /// * [`PipelineError::Write`] when the membership file cannot be created,
@@ -100,6 +102,15 @@ pub fn detect_graph(config: &DetectGraphConfig) -> Result<DetectGraphReport> {
             field: "threads",
             value: t.to_string(),
             expected: "an integer from 1 to 1024",
+        });
+    }
+    if let Some(out) = &config.membership_out
+        && is_same_file(&config.edges, out)
+    {
+        return Err(PipelineError::InvalidConfig {
+            field: "membership_out",
+            value: out.display().to_string(),
+            expected: "a file other than the edge list (--edges): writing it would overwrite the input",
         });
     }
     let mut builder = rayon::ThreadPoolBuilder::new();
@@ -134,6 +145,47 @@ pub fn detect_graph(config: &DetectGraphConfig) -> Result<DetectGraphReport> {
             membership_rows,
         })
     })
+}
+
+/// The line the run summary and `detect-graph` print about leaves larger than
+/// `max_cluster_size` (see [`crate::leiden::hierarchy`] for why a community cannot be split).
+pub fn oversized_line(
+    oversized: usize,
+    at_max_levels: usize,
+    largest_leaf: usize,
+    max_cluster_size: usize,
+) -> String {
+    if oversized == 0 {
+        return format!(
+            "leaves over max_cluster_size {max_cluster_size}: none (largest leaf {largest_leaf})"
+        );
+    }
+    let unsplittable = oversized - at_max_levels;
+    format!(
+        "leaves over max_cluster_size {max_cluster_size}: {oversized} (largest {largest_leaf}; \
+         {unsplittable} that Leiden cannot split, {at_max_levels} at the last level max_levels allows)"
+    )
+}
+
+/// Whether `a` and `b` name the same existing file: the same device and inode on Unix (so a
+/// symbolic link, a hard link, `./` or `..` in either path are seen through), the same
+/// canonical path elsewhere. A path that does not exist is no file, hence never the same.
+fn is_same_file(a: &Path, b: &Path) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        match (std::fs::metadata(a), std::fs::metadata(b)) {
+            (Ok(x), Ok(y)) => x.dev() == y.dev() && x.ino() == y.ino(),
+            _ => false,
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
+            (Ok(x), Ok(y)) => x == y,
+            _ => false,
+        }
+    }
 }
 
 /// Writes the membership table of `hierarchy` to `path` as Parquet and returns its row count.
@@ -236,6 +288,16 @@ impl fmt::Display for DetectGraphReport {
             f,
             "  load {:.3} s, detection {:.3} s, {} iterations, {} communities ({} leaves)",
             self.load_seconds, self.detect_seconds, s.iterations, s.communities, s.leaves
+        )?;
+        writeln!(
+            f,
+            "  {}",
+            oversized_line(
+                s.oversized_leaves,
+                s.oversized_leaves_at_max_levels,
+                s.largest_leaf,
+                c.max_cluster_size
+            )
         )?;
         writeln!(f)?;
         writeln!(

@@ -43,6 +43,37 @@ pub enum PipelineError {
         /// What is missing.
         reason: String,
     },
+    /// An input file is in a text encoding other than UTF-8 (UTF-16 or UTF-32).
+    #[error(
+        "{path}: the file is {encoding}; documents must be UTF-8 (convert it, e.g. `iconv -f UTF-16 -t UTF-8`)"
+    )]
+    UnsupportedEncoding {
+        /// The file.
+        path: PathBuf,
+        /// The encoding its first bytes show.
+        encoding: &'static str,
+    },
+    /// The run would publish a snapshot with nothing to search: no entity, no community or no
+    /// document linked to a concept (a vocabulary whose terms the documents never use, say).
+    /// Publishing it would replace a good run; `RunConfig::allow_empty` (`--allow-empty`)
+    /// publishes it anyway.
+    #[error(
+        "the run would publish {entities} entities, {communities} communities and {linked_documents} of {documents} documents linked to a concept: check the vocabulary {vocabulary} against the documents {documents_path} (pass --allow-empty to publish such a run anyway)"
+    )]
+    NothingToPublish {
+        /// Entities (graph nodes) the run found.
+        entities: usize,
+        /// Communities of all levels.
+        communities: usize,
+        /// Documents with at least one linked concept.
+        linked_documents: usize,
+        /// Documents read.
+        documents: usize,
+        /// The vocabulary folder.
+        vocabulary: PathBuf,
+        /// The documents file.
+        documents_path: PathBuf,
+    },
     /// A key that must be unique appears twice.
     #[error("{path}:{line}: duplicate {field} {value:?} (first seen on line {first_line})")]
     DuplicateKey {

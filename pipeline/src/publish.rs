@@ -14,6 +14,11 @@ use crate::leiden::Hierarchy;
 use crate::link::{SUBCLASS_OF, Vocabulary};
 use crate::report::Report;
 
+/// One row of concept evidence: `(document index, concept index, way, passage row)`, the
+/// passage `None` for a way through the title alone (see
+/// [`DocumentConcepts::evidence`](crate::link::DocumentConcepts::evidence)).
+pub type ConceptEvidence = (u32, u32, u32, Option<u32>);
+
 /// Everything a run publishes. Documents must be sorted by key (passage order follows).
 #[derive(Debug)]
 pub struct RunTables<'a> {
@@ -23,6 +28,8 @@ pub struct RunTables<'a> {
     pub document_linked: Vec<bool>,
     /// `(node_field, document index, concept index)`.
     pub document_concepts: Vec<(&'static str, u32, u32)>,
+    /// Why each concept of the `concept` field is there.
+    pub concept_evidence: Vec<ConceptEvidence>,
     /// The vocabulary.
     pub vocabulary: &'a Vocabulary,
     /// Concept index of each entity.
@@ -111,6 +118,18 @@ impl RunTables<'_> {
                 .iter()
                 .map(|&(f, d, c)| (f.to_owned(), docs[d as usize].key.clone(), cid(c)))
                 .collect(),
+            concept_evidence: self
+                .concept_evidence
+                .iter()
+                .map(|&(d, c, w, p)| {
+                    (
+                        docs[d as usize].key.clone(),
+                        cid(c),
+                        w,
+                        p.map(|p| passage_ids[p as usize].clone()),
+                    )
+                })
+                .collect(),
             entities: self
                 .entity_concepts
                 .iter()
@@ -159,6 +178,15 @@ impl RunTables<'_> {
                     findings: r.findings.clone(),
                     rank: r.rank,
                     full_content: r.full_content.clone(),
+                })
+                .collect(),
+            report_sources: self
+                .reports
+                .iter()
+                .flat_map(|r| {
+                    r.quoted_passages
+                        .iter()
+                        .map(|&p| (r.community_id, passage_ids[p as usize].clone()))
                 })
                 .collect(),
             report_embeddings: self.embeddings.iter().flatten().copied().collect(),

@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use agrag_engine::embed::Embedder;
 use agrag_engine::format::{Layout, new_run_id};
-use agrag_engine::visibility::{Target, VisibilityStore};
+use agrag_engine::visibility::{Target, Visibility, VisibilityStore};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rayon::prelude::*;
 use serde::Serialize;
@@ -18,7 +18,7 @@ use crate::graph::builder::{Mention, cooccurrence};
 use crate::ingest::read_jsonl;
 use crate::leiden::{LeidenConfig, hierarchical_leiden};
 use crate::link::{DocumentConcepts, DocumentLinker, LinkConfig, TermIndex, load_vocabulary};
-use crate::publish::{RunTables, publish};
+use crate::publish::{ConceptEvidence, RunTables, publish};
 use crate::report::{Adjacency, PassageRef, ReportWriter, community_context};
 
 /// Texts per embedding call: enough to amortize a transformer batch, small enough that both
@@ -51,6 +51,11 @@ pub struct RunConfig {
     pub report_writer: Arc<dyn ReportWriter>,
     /// Draw progress bars on stderr (only when it is a terminal).
     pub progress: bool,
+    /// Publish the run even when it has no entity, no community or no document linked to a
+    /// concept (`--allow-empty`). Off by default: such a run is refused with
+    /// [`PipelineError::NothingToPublish`], since it would replace a good run with one that
+    /// answers nothing (the usual cause is a vocabulary whose terms the documents never use).
+    pub allow_empty: bool,
 }
 
 impl std::fmt::Debug for RunConfig {
@@ -64,6 +69,7 @@ impl std::fmt::Debug for RunConfig {
             .field("leiden", &self.leiden)
             .field("embedder", &self.embedder.identity())
             .field("report_writer", &self.report_writer.name())
+            .field("allow_empty", &self.allow_empty)
             .finish()
     }
 }
@@ -81,6 +87,9 @@ pub struct RunSummary {
     pub passages: usize,
     /// Passages left out of the graph because their visibility is deleted or superseded.
     pub excluded_passages: usize,
+    /// Passages of the input that were empty or only white space, dropped at ingest (not
+    /// counted in `passages`).
+    pub empty_passages_dropped: usize,
     /// Documents with at least one linked concept.
     pub linked_documents: usize,
     /// Distinct `(passage, concept)` mentions.
@@ -97,6 +106,13 @@ pub struct RunSummary {
     pub modularity: f64,
     /// Isolated entities.
     pub isolates: usize,
+    /// The detection's `max_cluster_size`: communities larger than it are split.
+    pub max_cluster_size: usize,
+    /// Leaf communities larger than `max_cluster_size`, which Leiden could not split (or at the
+    /// last level `max_levels` allows); see [`crate::leiden::hierarchy`].
+    pub oversized_leaves: usize,
+    /// Size of the largest leaf community, in nodes.
+    pub largest_leaf: usize,
     /// Embedder model.
     pub embedder: String,
     /// Detection statistics.
@@ -147,8 +163,10 @@ impl Phases {
 ///
 /// # Errors
 /// Bad input ([`PipelineError::Io`], [`PipelineError::Parse`], [`PipelineError::EmptyInput`],
-/// [`PipelineError::DuplicateKey`], [`PipelineError::InvalidConfig`]) or a failure to write
-/// the snapshot ([`PipelineError::Engine`]).
+/// [`PipelineError::UnsupportedEncoding`], [`PipelineError::DuplicateKey`],
+/// [`PipelineError::InvalidConfig`]), a run with nothing to publish
+/// ([`PipelineError::NothingToPublish`], unless [`RunConfig::allow_empty`]) or a failure to
+/// write the snapshot ([`PipelineError::Engine`]).
 pub fn run(cfg: &RunConfig) -> Result<RunSummary> {
     cfg.leiden.validate()?;
     if let Some(t) = cfg.threads
@@ -190,32 +208,48 @@ fn run_in_pool(cfg: &RunConfig) -> Result<RunSummary> {
         ),
     );
 
-    // Visibility: deleted and superseded passages stay out of the graph.
+    // Visibility: deleted and superseded passages stay out of the run. Hidden ones stay in
+    // the run's passages, text index and concept evidence (unhiding them works at once,
+    // without a new run) but feed neither the graph nor the reports: a report that quoted a
+    // hidden passage, or a theme built around a concept only a hidden passage mentions, would
+    // let the hidden words find a theme.
     let vis_path = layout.visibility_path();
     let mut excluded_passages: HashSet<String> = HashSet::new();
     let mut excluded_documents: HashSet<String> = HashSet::new();
+    let mut hidden_passages: HashSet<String> = HashSet::new();
+    let mut hidden_documents: HashSet<String> = HashSet::new();
     if vis_path.exists() {
         for flag in VisibilityStore::open(&vis_path)?.list()? {
-            if flag.state.is_excluded_from_runs() {
-                match flag.target {
-                    Target::Passage => excluded_passages.insert(flag.key),
-                    Target::Document => excluded_documents.insert(flag.key),
-                };
-            }
+            let (passages, documents) = if flag.state.is_excluded_from_runs() {
+                (&mut excluded_passages, &mut excluded_documents)
+            } else if flag.state == Visibility::Hidden {
+                (&mut hidden_passages, &mut hidden_documents)
+            } else {
+                continue;
+            };
+            match flag.target {
+                Target::Passage => passages.insert(flag.key),
+                Target::Document => documents.insert(flag.key),
+            };
         }
     }
     let mut passage_refs: Vec<PassageRef<'_>> = Vec::with_capacity(num_passages);
     let mut passage_excluded: Vec<bool> = Vec::with_capacity(num_passages);
+    let mut passage_hidden: Vec<bool> = Vec::with_capacity(num_passages);
     for (d, doc) in corpus.documents.iter().enumerate() {
         let doc_out = excluded_documents.contains(&doc.key);
+        let doc_hidden = hidden_documents.contains(&doc.key);
         for (i, text) in doc.passages.iter().enumerate() {
             passage_refs.push(PassageRef {
                 text,
                 position: i as u32,
                 document_title: &doc.title,
                 document: d as u32,
+                row: passage_refs.len() as u32,
             });
-            passage_excluded.push(doc_out || excluded_passages.contains(&doc.passage_id(i)));
+            let id = doc.passage_id(i);
+            passage_excluded.push(doc_out || excluded_passages.contains(&id));
+            passage_hidden.push(doc_hidden || hidden_passages.contains(&id));
         }
     }
     let num_excluded = passage_excluded.iter().filter(|x| **x).count();
@@ -259,11 +293,15 @@ fn run_in_pool(cfg: &RunConfig) -> Result<RunSummary> {
     let mut occurrences: HashMap<(u32, u32), u32> = HashMap::new();
     let mut document_linked = vec![false; corpus.documents.len()];
     let mut document_concepts: Vec<(&'static str, u32, u32)> = Vec::new();
+    let mut concept_evidence: Vec<ConceptEvidence> = Vec::new();
     for (d, found) in linked.iter().enumerate() {
         let Some((kept, dc)) = found else {
             continue;
         };
         for (&p, concepts) in kept.iter().zip(&dc.passage_mentions) {
+            if passage_hidden[p] {
+                continue;
+            }
             for &(c, n) in concepts {
                 mentions.push(Mention {
                     passage: p as u32,
@@ -272,8 +310,17 @@ fn run_in_pool(cfg: &RunConfig) -> Result<RunSummary> {
                 occurrences.insert((p as u32, c), n);
             }
         }
-        for x in &dc.concepts {
+        for (x, ways) in dc.concepts.iter().zip(&dc.evidence) {
             document_concepts.push((NODE_FIELD_CONCEPT, d as u32, x.concept));
+            for (w, way) in ways.iter().enumerate() {
+                let w = w as u32;
+                if way.is_empty() {
+                    concept_evidence.push((d as u32, x.concept, w, None));
+                }
+                for &k in way {
+                    concept_evidence.push((d as u32, x.concept, w, Some(kept[k as usize] as u32)));
+                }
+            }
         }
         document_linked[d] = !dc.concepts.is_empty();
     }
@@ -352,6 +399,15 @@ fn run_in_pool(cfg: &RunConfig) -> Result<RunSummary> {
         t,
         format!("communities per level {per_level:?}, modularity {modularity:.4}"),
     );
+    if !cfg.allow_empty {
+        refuse_empty_run(
+            cfg,
+            num_entities,
+            &hierarchy,
+            linked_documents,
+            corpus.documents.len(),
+        )?;
+    }
 
     // 5. Report.
     let (bar, t) = phases.start("report", Some(hierarchy.communities.len() as u64));
@@ -446,18 +502,22 @@ fn run_in_pool(cfg: &RunConfig) -> Result<RunSummary> {
         "report_writer": cfg.report_writer.name(),
         "embedding": cfg.embedder.parameters(),
         "excluded": {"passages": excluded_passages.len(), "documents": excluded_documents.len()},
+        "hidden_out_of_graph": {"passages": hidden_passages.len(), "documents": hidden_documents.len()},
     });
     let mut fp = blake3::Hasher::new();
     fp.update(corpus.fingerprint.as_bytes());
     fp.update(vocab.fingerprint.as_bytes());
-    let mut excl: Vec<&String> = excluded_passages
-        .iter()
-        .chain(excluded_documents.iter())
-        .collect();
-    excl.sort();
-    for e in excl {
-        fp.update(e.as_bytes());
-        fp.update(b"\n");
+    for (kind, passages, documents) in [
+        ("excluded", &excluded_passages, &excluded_documents),
+        ("hidden", &hidden_passages, &hidden_documents),
+    ] {
+        let mut keys: Vec<&String> = passages.iter().chain(documents.iter()).collect();
+        keys.sort();
+        fp.update(kind.as_bytes());
+        for e in keys {
+            fp.update(e.as_bytes());
+            fp.update(b"\n");
+        }
     }
     let mut summary = RunSummary {
         run_id: run_id.clone(),
@@ -465,6 +525,7 @@ fn run_in_pool(cfg: &RunConfig) -> Result<RunSummary> {
         documents: corpus.documents.len(),
         passages: num_passages,
         excluded_passages: num_excluded,
+        empty_passages_dropped: corpus.num_empty_passages_dropped,
         linked_documents,
         mentions: num_mentions,
         mean_mentions_per_passage: num_mentions as f64 / num_passages.max(1) as f64,
@@ -473,6 +534,9 @@ fn run_in_pool(cfg: &RunConfig) -> Result<RunSummary> {
         communities_per_level: per_level,
         modularity,
         isolates: hierarchy.stats.isolates,
+        max_cluster_size: cfg.leiden.max_cluster_size,
+        oversized_leaves: hierarchy.stats.oversized_leaves,
+        largest_leaf: hierarchy.stats.largest_leaf,
         embedder: identity.model.clone(),
         detection: hierarchy.stats.clone(),
         seconds: phases.seconds.clone(),
@@ -491,6 +555,7 @@ fn run_in_pool(cfg: &RunConfig) -> Result<RunSummary> {
         corpus: &corpus,
         document_linked,
         document_concepts,
+        concept_evidence,
         vocabulary: &vocab,
         entity_concepts: &co.entity_concepts,
         entity_passages: &entity_passages,
@@ -514,6 +579,32 @@ fn run_in_pool(cfg: &RunConfig) -> Result<RunSummary> {
     phases.finish("publish", bar, t, format!("run {run_id} published"));
     summary.seconds = phases.seconds;
     Ok(summary)
+}
+
+/// Refuses a run that would publish nothing to search (see [`RunConfig::allow_empty`]).
+///
+/// # Errors
+/// [`PipelineError::NothingToPublish`] when there is no entity, no community or no document
+/// linked to a concept.
+fn refuse_empty_run(
+    cfg: &RunConfig,
+    entities: usize,
+    hierarchy: &crate::leiden::Hierarchy,
+    linked_documents: usize,
+    documents: usize,
+) -> Result<()> {
+    let communities = hierarchy.communities.len();
+    if entities > 0 && communities > 0 && linked_documents > 0 {
+        return Ok(());
+    }
+    Err(PipelineError::NothingToPublish {
+        entities,
+        communities,
+        linked_documents,
+        documents,
+        vocabulary: cfg.vocabulary.clone(),
+        documents_path: cfg.documents.clone(),
+    })
 }
 
 /// Embeds `texts` with `embedder`, one vector per text in input order.

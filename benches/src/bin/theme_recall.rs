@@ -168,6 +168,7 @@ fn measure(
         embedder: c.embedder.clone(),
         report_writer: Arc::new(ExtractiveReportWriter),
         progress: false,
+        allow_empty: false,
     };
     let summary = run(&cfg).expect("pipeline run");
     let reports: usize = summary.communities_per_level.iter().sum();

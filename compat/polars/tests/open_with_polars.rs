@@ -84,6 +84,13 @@ fn documented(table: &str, dim: usize) -> Vec<(&'static str, DataType)> {
         ],
         "report_embeddings" => vec![("community_id", UInt32), ("embedding", array(Float32))],
         "document_embeddings" => vec![("document_key", Str), ("embedding", array(Float32))],
+        "concept_evidence" => vec![
+            ("document_key", Str),
+            ("concept_id", Str),
+            ("way", UInt32),
+            ("passage_id", Str),
+        ],
+        "report_sources" => vec![("community_id", UInt32), ("passage_id", Str)],
         "concept_postings" => vec![
             ("node_field", Str),
             ("concept_id", Str),

@@ -1,8 +1,10 @@
 //! `agrag-engine`: query a published snapshot from the command line.
 //! Exit codes: 0 success, 1 failure of the work, 2 bad usage or bad input.
 
+use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
 use agrag_engine::embed::EmbedderSettings;
 use agrag_engine::format::{Layout, Manifest, Verify, verify_run};
@@ -113,7 +115,8 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// The text and location behind evidence ids.
+    /// The text and location behind evidence ids. With no run served it answers
+    /// index_not_ready and exits 1.
     Evidence {
         #[command(flatten)]
         root: RootArg,
@@ -148,6 +151,17 @@ enum Command {
         /// instead of stdio
         #[arg(long, value_name = "ADDR")]
         http: Option<String>,
+        /// How often LATEST is polled: a newly published run is swapped in (and the swap logged
+        /// on stderr) within about this long, queries in flight finishing on the old run.
+        /// A duration such as 500ms, 2s or 1m; `off` serves the run found at start only
+        #[arg(
+            long,
+            env = "AGRAG_WATCH_INTERVAL",
+            value_name = "DURATION",
+            default_value = "2s",
+            value_parser = parse_watch_interval
+        )]
+        watch_interval: WatchInterval,
     },
 }
 
@@ -187,12 +201,16 @@ enum VisibilityCommand {
         #[arg(long)]
         reason: Option<String>,
     },
-    /// Print the state of a passage or document.
+    /// Print the effective state of a passage or document and the flag that decides it (a
+    /// passage is as restricted as its document).
     Get {
         #[command(flatten)]
         root: RootArg,
         #[command(flatten)]
         target: TargetArgs,
+        /// Print JSON
+        #[arg(long)]
+        json: bool,
     },
     /// List every flag that is not visible.
     List {
@@ -205,6 +223,54 @@ enum VisibilityCommand {
 }
 
 type CmdResult = Result<(), (u8, anyhow::Error)>;
+
+/// `serve --watch-interval`: how often `LATEST` is polled, `None` for never.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct WatchInterval(Option<Duration>);
+
+/// Longest `--watch-interval`: one day, in milliseconds.
+const MAX_WATCH_INTERVAL_MS: f64 = 86_400_000.0;
+
+/// Parses `--watch-interval`: a number with a unit (`ms`, `s`, `m`), or `off` (or `0`).
+fn parse_watch_interval(spec: &str) -> Result<WatchInterval, String> {
+    let spec = spec.trim();
+    if spec.eq_ignore_ascii_case("off") || spec == "0" {
+        return Ok(WatchInterval(None));
+    }
+    let expected = "expected a duration with its unit (500ms, 2s, 1m) or `off`";
+    let split = spec
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(spec.len());
+    let (number, unit) = spec.split_at(split);
+    let number: f64 = number.parse().map_err(|_| expected.to_owned())?;
+    let ms = number
+        * match unit.trim() {
+            "ms" => 1.0,
+            "s" => 1000.0,
+            "m" | "min" => 60_000.0,
+            _ => return Err(expected.to_owned()),
+        };
+    if !(1.0..=MAX_WATCH_INTERVAL_MS).contains(&ms) {
+        return Err("expected a duration from 1ms to 24h, or `off`".to_owned());
+    }
+    Ok(WatchInterval(Some(Duration::from_millis(ms.round() as u64))))
+}
+
+/// The root of a command that writes or lists visibility flags. A root that holds no snapshot
+/// (no `runs/` folder) and no visibility store is refused: a mistyped `--root` would otherwise
+/// create a new folder and database and look like success.
+fn snapshot_root(root: &RootArg) -> Result<PathBuf, (u8, anyhow::Error)> {
+    let path = root.path();
+    let layout = Layout::new(&path);
+    if layout.runs_dir().is_dir() || layout.visibility_path().exists() {
+        return Ok(path);
+    }
+    Err(usage(anyhow::anyhow!(
+        "{} is not a snapshot root (it has no runs/ folder and no {}): check --root or AGRAG_ROOT",
+        path.display(),
+        agrag_engine::format::layout::VISIBILITY_FILE
+    )))
+}
 
 fn usage(e: impl Into<anyhow::Error>) -> (u8, anyhow::Error) {
     (2, e.into())
@@ -489,12 +555,36 @@ fn run(cli: Cli) -> CmdResult {
         }
         Command::Evidence { root, json, ids } => {
             let engine = Engine::open(root.path(), EngineConfig::default()).map_err(work)?;
-            let ev = engine.fetch_evidence(&ids).map_err(work)?;
-            if json {
-                json_out(&ev)
+            let run_id = engine.run_id();
+            // With no run served every id would look unknown; say that nothing was looked up.
+            let status = if run_id.is_some() {
+                "ok"
             } else {
+                "index_not_ready"
+            };
+            let ev = match run_id {
+                Some(_) => engine.fetch_evidence(&ids).map_err(work)?,
+                None => Vec::new(),
+            };
+            let reason = engine.not_ready_reason();
+            if json {
+                json_out(&serde_json::json!({
+                    "status": status,
+                    "run_id": run_id,
+                    "not_ready_reason": reason,
+                    "evidence": ev,
+                }))?;
+            } else if run_id.is_some() {
                 print_evidence(&ev);
-                Ok(())
+            } else {
+                println!("status: {status}  run: -");
+                if let Some(r) = reason {
+                    println!("not ready: {r}");
+                }
+            }
+            match run_id {
+                Some(_) => Ok(()),
+                None => unanswered("fetch_evidence", status),
             }
         }
         Command::Visibility { command } => match command {
@@ -506,7 +596,8 @@ fn run(cli: Cli) -> CmdResult {
             } => {
                 let state: Visibility = state.parse().map_err(usage)?;
                 let (t, key) = target.get();
-                let engine = Engine::open(root.path(), EngineConfig::default()).map_err(work)?;
+                let root = snapshot_root(&root)?;
+                let engine = Engine::open(root, EngineConfig::default()).map_err(work)?;
                 engine
                     .set_visibility(t, key, state, reason.as_deref())
                     .map_err(|e| (engine_code(&e), e.into()))?;
@@ -530,17 +621,19 @@ fn run(cli: Cli) -> CmdResult {
                 }
                 Ok(())
             }
-            VisibilityCommand::Get { root, target } => {
+            VisibilityCommand::Get { root, target, json } => {
                 let (t, key) = target.get();
-                let engine = Engine::open(root.path(), EngineConfig::default()).map_err(work)?;
-                println!(
-                    "{key}: {}",
-                    engine.visibility(t, key).map_err(work)?.as_str()
-                );
+                let root = snapshot_root(&root)?;
+                let engine = Engine::open(root, EngineConfig::default()).map_err(work)?;
+                let effective = engine.effective_visibility(t, key).map_err(work)?;
+                if json {
+                    return json_out(&effective);
+                }
+                println!("{}", effective.describe());
                 Ok(())
             }
             VisibilityCommand::List { root, json } => {
-                let path = Layout::new(root.path()).visibility_path();
+                let path = Layout::new(snapshot_root(&root)?).visibility_path();
                 let flags = if path.exists() {
                     agrag_engine::visibility::VisibilityStore::open(&path)
                         .and_then(|s| s.list())
@@ -564,7 +657,12 @@ fn run(cli: Cli) -> CmdResult {
                 Ok(())
             }
         },
-        Command::Serve { root, config, http } => serve(root, config, http),
+        Command::Serve {
+            root,
+            config,
+            http,
+            watch_interval,
+        } => serve(root, config, http, watch_interval),
         Command::Verify { root } => {
             let layout = Layout::new(root.path());
             let run_id = layout
@@ -603,7 +701,12 @@ fn http_addr(spec: &str) -> Result<std::net::SocketAddr, (u8, anyhow::Error)> {
 }
 
 #[cfg(feature = "mcp")]
-fn serve(root: Option<PathBuf>, config: Option<PathBuf>, http: Option<String>) -> CmdResult {
+fn serve(
+    root: Option<PathBuf>,
+    config: Option<PathBuf>,
+    http: Option<String>,
+    watch_interval: WatchInterval,
+) -> CmdResult {
     use agrag_engine::tools::{Settings, ToolBox};
     let mut settings =
         Settings::load(config.as_deref(), |k| std::env::var(k).ok()).map_err(usage)?;
@@ -615,6 +718,17 @@ fn serve(root: Option<PathBuf>, config: Option<PathBuf>, http: Option<String>) -
     if let Some(r) = tools.engine().not_ready_reason() {
         eprintln!("agrag-engine: no run served yet ({r}); searches answer index_not_ready");
     }
+    // Held until the server stops; dropping it stops the polling thread.
+    let _watcher = match watch_interval.0 {
+        Some(interval) => {
+            tracing::info!(
+                "watching {} every {interval:?} for a new run",
+                Layout::new(tools.engine().root()).latest_path().display()
+            );
+            Some(tools.engine().watch(interval).map_err(work)?)
+        }
+        None => None,
+    };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -630,21 +744,35 @@ fn serve(root: Option<PathBuf>, config: Option<PathBuf>, http: Option<String>) -
 }
 
 #[cfg(not(feature = "mcp"))]
-fn serve(_root: Option<PathBuf>, _config: Option<PathBuf>, _http: Option<String>) -> CmdResult {
+fn serve(
+    _root: Option<PathBuf>,
+    _config: Option<PathBuf>,
+    _http: Option<String>,
+    _watch_interval: WatchInterval,
+) -> CmdResult {
     Err(usage(anyhow::anyhow!(
         "this agrag-engine was built without the `mcp` feature; rebuild with `--features mcp`"
     )))
 }
 
 fn main() -> ExitCode {
+    let cli = Cli::parse();
+    // A server's log is its operator's view (runs swapped in, reloads refused); a one-shot
+    // command prints only errors. RUST_LOG overrides both.
+    let default_filter = match cli.command {
+        Command::Serve { .. } => "warn,agrag_engine=info",
+        _ => "error",
+    };
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| "error".into()),
+                .unwrap_or_else(|_| default_filter.into()),
         )
         .with_writer(std::io::stderr)
+        // Colour codes only for a person at a terminal, never into a log file or pipe.
+        .with_ansi(std::io::stderr().is_terminal())
         .init();
-    match run(Cli::parse()) {
+    match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err((code, e)) => {
             eprintln!("error: {e:#}");

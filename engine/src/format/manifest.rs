@@ -35,6 +35,13 @@ pub struct Manifest {
     pub input_fingerprint: String,
     /// Run statistics (counts per phase, detection statistics, seconds per phase).
     pub stats: serde_json::Value,
+    /// Leaf communities larger than the run's `max_cluster_size` (detection parameter): ones
+    /// that Leiden could not split (on its induced subgraph it finds a single community, as on
+    /// a star) and ones at the last level the hierarchy allows. The run writer copies it from
+    /// the `oversized_leaves` entry of `stats`; `None` for runs written before it was recorded
+    /// (the field is then absent from `manifest.json`, and such manifests still parse).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub oversized_leaves: Option<u64>,
     /// Every file of the run except the manifest itself, sorted by name.
     pub files: Vec<FileEntry>,
 }

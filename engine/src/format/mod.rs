@@ -4,13 +4,15 @@
 //! data engineers read with polars, pandas, pyarrow or DuckDB), an uncompressed Arrow IPC copy of
 //! the report embeddings (mapped by the engine), and `manifest.json`, which lists every file
 //! with rows, bytes and BLAKE3 checksum. See [`schema`] for every table's columns and
-//! [`layout::Layout`] for the folder layout.
+//! [`layout::Layout`] for the folder layout, and [`normalize`] for the one rule by which stored
+//! text is normalised and terms are matched.
 //!
 //! Writing: [`writer::RunWriter::create`] → `write_parquet` / `write_ipc` → `finish` (manifest,
 //! fsync, rename of the staging folder) → [`layout::Layout::write_latest`] (atomic swap).
 
 pub mod layout;
 pub mod manifest;
+pub mod normalize;
 pub mod reader;
 pub mod schema;
 pub mod tables;

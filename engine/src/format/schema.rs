@@ -136,6 +136,39 @@ pub mod document_concepts {
     }
 }
 
+/// `concept_evidence.parquet`: why each concept of the `concept` node field is in its
+/// document's set, as alternatives ("ways"): the concept stands while every passage of at
+/// least one of its ways is visible. A way is the group of rows with the same
+/// (`document_key`, `concept_id`, `way`); a row with a null `passage_id` is a way that needs no
+/// passage (the title alone). Sorted by `document_key`, `concept_id`, `way`, `passage_id`.
+///
+/// This is how a hidden passage stops finding its document at once: a concept whose every
+/// way runs through a hidden passage no longer matches, without a new run. Runs without this
+/// file (format 1 before it existed) withdraw every concept of a document that has a hidden
+/// passage.
+pub mod concept_evidence {
+    use super::*;
+    /// File name inside the run folder.
+    pub const FILE: &str = "concept_evidence.parquet";
+    /// Document key (string).
+    pub const DOCUMENT_KEY: &str = "document_key";
+    /// Concept id (string).
+    pub const CONCEPT_ID: &str = "concept_id";
+    /// Number of the way within (document, concept), from 0 (uint32).
+    pub const WAY: &str = "way";
+    /// A passage the way needs (string), or null for a way through the title alone.
+    pub const PASSAGE_ID: &str = "passage_id";
+    /// The table's schema.
+    pub fn schema() -> SchemaRef {
+        Arc::new(Schema::new(vec![
+            utf8(DOCUMENT_KEY),
+            utf8(CONCEPT_ID),
+            u32f(WAY),
+            Field::new(PASSAGE_ID, DataType::Utf8, true),
+        ]))
+    }
+}
+
 /// `concept_postings.arrow`: the inverted form of `document_concepts`, precomputed so that an
 /// engine opens a run without reading every (document, concept) row. One row per (node field,
 /// concept) with the documents holding it, plus one row per node field whose `concept_id` is
@@ -324,6 +357,25 @@ pub mod reports {
             Field::new(RANK, DataType::Float64, false),
             utf8(FULL_CONTENT),
         ]))
+    }
+}
+
+/// `report_sources.parquet`: the passages whose sentences a community's report quotes (its
+/// findings), one row per (community, passage), sorted by `community_id`, `passage_id`. The
+/// report's embedding was computed from those sentences, so a theme search leaves out a
+/// community while one of its quoted passages is hidden. Runs without this file (format 1
+/// before it existed) are served as if no report quoted a hidden passage.
+pub mod report_sources {
+    use super::*;
+    /// File name inside the run folder.
+    pub const FILE: &str = "report_sources.parquet";
+    /// Community (uint32).
+    pub const COMMUNITY_ID: &str = "community_id";
+    /// A quoted passage (string).
+    pub const PASSAGE_ID: &str = "passage_id";
+    /// The table's schema.
+    pub fn schema() -> SchemaRef {
+        Arc::new(Schema::new(vec![u32f(COMMUNITY_ID), utf8(PASSAGE_ID)]))
     }
 }
 

@@ -14,9 +14,9 @@ use arrow_array::{
 use super::layout::Layout;
 use super::manifest::Manifest;
 use super::schema::{
-    communities, concept_edges, concept_postings, concepts, document_concepts, document_embeddings,
-    documents, entities, membership, mentions, passages, relationships, report_embeddings,
-    report_ivf, reports,
+    communities, concept_edges, concept_evidence, concept_postings, concepts, document_concepts,
+    document_embeddings, documents, entities, membership, mentions, passages, relationships,
+    report_embeddings, report_ivf, report_sources, reports,
 };
 use super::writer::RunWriter;
 use crate::embed::EmbedderIdentity;
@@ -132,6 +132,10 @@ pub struct RunData {
     pub concept_edges: Vec<(String, String, String)>,
     /// `(node_field, document_key, concept_id)` (any order; written sorted, deduplicated).
     pub document_concepts: Vec<(String, String, String)>,
+    /// `(document_key, concept_id, way, passage_id)` of the `concept` node field, `None` for a
+    /// way through the title alone (any order; written sorted, deduplicated). See
+    /// [`concept_evidence`].
+    pub concept_evidence: Vec<(String, String, u32, Option<String>)>,
     /// Entities; entity id = index.
     pub entities: Vec<EntityRow>,
     /// `(entity, passage_id, occurrences)` (any order; written sorted).
@@ -144,6 +148,9 @@ pub struct RunData {
     pub membership: Vec<MembershipRow>,
     /// One report per community.
     pub reports: Vec<ReportRow>,
+    /// `(community, passage_id)`: the passages each report quotes (any order; written sorted,
+    /// deduplicated). See [`report_sources`].
+    pub report_sources: Vec<(u32, String)>,
     /// Report embeddings, row-major, `communities × dim`.
     pub report_embeddings: Vec<f32>,
     /// Document embeddings, row-major, `documents × dim` (same embedder).
@@ -408,6 +415,29 @@ pub fn write_run(
 
     write_concept_postings(&mut w, docs, &dc)?;
 
+    let mut ev: Vec<&(String, String, u32, Option<String>)> =
+        data.concept_evidence.iter().collect();
+    ev.sort();
+    ev.dedup();
+    let b = batch(
+        concept_evidence::schema(),
+        vec![
+            strings(ev.iter().map(|r| r.0.as_str())),
+            strings(ev.iter().map(|r| r.1.as_str())),
+            u32s(ev.iter().map(|r| r.2)),
+            Arc::new(StringArray::from_iter(ev.iter().map(|r| r.3.as_deref()))),
+        ],
+    )?;
+    w.write_parquet(
+        concept_evidence::FILE,
+        &b,
+        &[
+            concept_evidence::DOCUMENT_KEY,
+            concept_evidence::CONCEPT_ID,
+            concept_evidence::WAY,
+        ],
+    )?;
+
     let es = &data.entities;
     let b = batch(
         entities::schema(),
@@ -499,6 +529,22 @@ pub fn write_run(
         ],
     )?;
     w.write_parquet(reports::FILE, &b, &[reports::COMMUNITY_ID])?;
+
+    let mut rs: Vec<&(u32, String)> = data.report_sources.iter().collect();
+    rs.sort();
+    rs.dedup();
+    let b = batch(
+        report_sources::schema(),
+        vec![
+            u32s(rs.iter().map(|r| r.0)),
+            strings(rs.iter().map(|r| r.1.as_str())),
+        ],
+    )?;
+    w.write_parquet(
+        report_sources::FILE,
+        &b,
+        &[report_sources::COMMUNITY_ID, report_sources::PASSAGE_ID],
+    )?;
 
     let b = embedding_batch(
         report_embeddings::schema(dim),

@@ -243,6 +243,8 @@ impl RunWriter {
 
     /// Writes the manifest, syncs, and renames the staging folder to `runs/<run_id>/`. The run
     /// is then complete but not yet served: call [`Layout::write_latest`] to publish it.
+    /// [`Manifest::oversized_leaves`] is taken from `stats["oversized_leaves"]` (an unsigned
+    /// integer) when `stats` has it.
     ///
     /// # Errors
     /// [`EngineError::Io`] on any file-system failure (the staging folder is then removed).
@@ -262,6 +264,9 @@ impl RunWriter {
             parameters,
             embedder,
             input_fingerprint,
+            oversized_leaves: stats
+                .get("oversized_leaves")
+                .and_then(serde_json::Value::as_u64),
             stats,
             files,
         };

@@ -337,15 +337,29 @@ pub(crate) fn resolve(
 /// Scores of a clause: document row → score.
 pub(crate) type Scores = HashMap<u32, f32>;
 
-/// Cosine of `query` with every document embedding; the `k` best as scores.
-pub(crate) fn vector_scores(snap: &Snapshot, query: &[f32], k: usize) -> Scores {
+/// Cosine of `query` with the embedding of every document the vector clause may read; the `k`
+/// best as scores. A document whose own flag is not visible, or that has a passage that is not
+/// (its vector carries that passage's words), is not read.
+pub(crate) fn vector_scores(view: &View, snap: &Snapshot, query: &[f32], k: usize) -> Scores {
     let dim = snap.dim();
-    let scores: Vec<f32> = snap
+    let mut scores: Vec<f32> = snap
         .document_embedding_matrix()
         .chunks_exact(dim)
         .map(|row| dot(query, row))
         .collect();
-    super::theme::top_k(&scores, k).into_iter().collect()
+    for d in view
+        .hidden_documents()
+        .iter()
+        .chain(view.withdrawn().partial_documents.iter())
+    {
+        if let Some(s) = scores.get_mut(d as usize) {
+            *s = f32::NEG_INFINITY;
+        }
+    }
+    super::theme::top_k(&scores, k)
+        .into_iter()
+        .filter(|(_, s)| s.is_finite())
+        .collect()
 }
 
 fn min_max(scores: &Scores) -> Scores {
@@ -426,13 +440,49 @@ pub(crate) fn search(
     };
     filter &= &allowed;
 
+    // A document with a hidden passage keeps a concept of the linked field only through a way
+    // of the run's evidence whose passages are all visible (runs without evidence: none).
+    let hidden = view.hidden_passages();
+    let withdrawn = view.withdrawn();
+    let by_evidence = req.node_field == DEFAULT_NODE_FIELD;
+    let readable = |d: u32| -> Vec<u32> {
+        snap.concept_evidence
+            .as_ref()
+            .map(|ev| ev.supported_concepts(d, |p| hidden.contains(p)).collect())
+            .unwrap_or_default()
+    };
+    if by_evidence {
+        for d in &filter & &withdrawn.partial_documents {
+            let keep = snap
+                .concept_evidence
+                .as_ref()
+                .is_some_and(|ev| ev.supports(d, &expanded, |p| hidden.contains(p)));
+            if !keep {
+                filter.remove(d);
+            }
+        }
+    }
+    let overlay = match withdrawn.text_overlay(snap, hidden) {
+        Ok(o) => o,
+        Err(e) => {
+            let message = e.to_string();
+            let mut a = ConceptAnswer::nothing(ConceptStatus::Failed, req.direction, &message);
+            a.run_id = Some(snap.run_id().to_owned());
+            a.failures.push(super::theme::Failure {
+                leg: "text".into(),
+                message,
+            });
+            return a;
+        }
+    };
+
     // Text scores, restricted to the filter: a keyword clause can only keep filter documents,
     // and the query only ranks them.
     let text = |q: &Option<String>| -> Result<Option<Scores>, String> {
         match q {
             Some(q) if !q.trim().is_empty() => snap
                 .text_index
-                .search_within(q, &filter)
+                .search_within_readable(q, &filter, overlay)
                 .map(|v| Some(v.into_iter().collect()))
                 .map_err(|e| e.to_string()),
             _ => Ok(None),
@@ -540,9 +590,12 @@ pub(crate) fn search(
     let sample: Vec<ConceptHit> = sample
         .into_iter()
         .map(|(d, score)| {
+            let still: Option<Vec<u32>> =
+                (by_evidence && withdrawn.partial_documents.contains(d)).then(|| readable(d));
             let mut matched: Vec<String> = expanded_set
                 .iter()
                 .filter(|c| postings.get(c).is_some_and(|b| b.contains(d)))
+                .filter(|c| still.as_ref().is_none_or(|s| s.binary_search(c).is_ok()))
                 .map(|&c| snap.vocabulary.concept_ids[c as usize].clone())
                 .collect();
             matched.sort();
@@ -555,10 +608,14 @@ pub(crate) fn search(
         })
         .collect();
 
-    let linked = idx
-        .linked
-        .get(&req.node_field)
-        .map_or(0, |b| b.intersection_len(&allowed));
+    let linked = idx.linked.get(&req.node_field).map_or(0, |b| {
+        let mut n = b.intersection_len(&allowed);
+        if by_evidence {
+            let partial = &(b & &allowed) & &withdrawn.partial_documents;
+            n -= partial.iter().filter(|&d| readable(d).is_empty()).count() as u64;
+        }
+        n
+    });
     let total_docs = allowed.len();
     let index_name = format!("run {}", snap.run_id());
     let (coverage, coverage_text) = if total_docs == 0 {

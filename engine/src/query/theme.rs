@@ -12,7 +12,10 @@
 //!    (approximate: a community in an unprobed cell is missed; scores are exact), others by an
 //!    exact scan; [`crate::ivf::CandidateSearch::Exact`] forces the scan.
 //! 5. Walking the window best first, a candidate with no visible in-scope passage mentioning
-//!    one of its members is dropped; the others become themes until `limit` are found.
+//!    one of its members is dropped, and so is one whose report quotes a passage that is not
+//!    visible or that has a member no visible passage mentions (its report's embedding
+//!    carries those words; see [`crate::visibility::withdrawn`]); the others become themes
+//!    until `limit` are found.
 //! 6. `truncated` is true when fewer than `limit` themes were found and the window was full
 //!    (`min(limit × 3, 100)` candidates were read): more themes may exist below the window, so
 //!    the answer never claims completeness it has not checked. Hidden candidates filling the
@@ -237,6 +240,11 @@ pub(crate) fn search(
     for &(c, score) in &candidates {
         if themes.len() == limit {
             break;
+        }
+        // Its report's embedded text carries the words of a hidden passage (see
+        // `visibility::withdrawn`): it cannot be told apart from a theme they found.
+        if view.withdrawn().communities.contains(c) {
+            continue;
         }
         let members = snap.community_members.row(c as usize);
         let mut per_passage: HashMap<u32, u32> = HashMap::new();

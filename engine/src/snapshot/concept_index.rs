@@ -4,16 +4,12 @@
 use std::collections::HashMap;
 
 use roaring::RoaringBitmap;
-use unicode_normalization::UnicodeNormalization;
 
 use super::{Csr, VocabularyTables};
 
-/// Case-folds and Unicode-normalizes (NFKC) a term, collapsing white space: the key under which
-/// terms are looked up (`"Myocardial  INFARCTION"` → `"myocardial infarction"`).
-pub fn normalize_term(s: &str) -> String {
-    let folded: String = s.nfkc().collect::<String>().to_lowercase();
-    folded.split_whitespace().collect::<Vec<_>>().join(" ")
-}
+/// The key under which terms are looked up: the one rule the pipeline links by
+/// (`"Myocardial  INFARCTION"` → `"myocardial infarction"`).
+pub use crate::format::normalize::normalize_term;
 
 /// Parents and children of every concept along one relation.
 #[derive(Debug, Clone, Default)]

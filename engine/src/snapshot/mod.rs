@@ -1,6 +1,7 @@
 //! An opened, validated, immutable run: the tables the queries need, in query-friendly form.
 
 pub mod concept_index;
+pub mod evidence;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -12,8 +13,9 @@ use arrow_array::{Array, FixedSizeListArray, RecordBatch};
 use crate::error::{EngineError, Result};
 use crate::format::reader::{column_no_nulls, read_parquet};
 use crate::format::schema::{
-    communities, concept_edges, concept_postings, concepts, document_concepts, document_embeddings,
-    documents, entities, membership, mentions, passages, report_embeddings, report_ivf,
+    communities, concept_edges, concept_evidence, concept_postings, concepts, document_concepts,
+    document_embeddings, documents, entities, membership, mentions, passages, report_embeddings,
+    report_ivf, report_sources,
 };
 use crate::format::{Layout, Manifest, Verify, verify_run};
 use crate::ivf::IvfIndex;
@@ -124,6 +126,19 @@ pub struct Snapshot {
     pub community_parent: Vec<Option<u32>>,
     /// Member entities of each community, ascending (rows = communities).
     pub community_members: Csr,
+    /// Entities each passage mentions (rows = passages): the inverse of `entity_passages`.
+    pub passage_entities: Csr,
+    /// Communities each entity belongs to, one per level (rows = entities).
+    pub entity_communities: Csr,
+    /// Passages each community's report quotes (rows = communities; empty rows for runs
+    /// written before `report_sources.parquet`).
+    pub report_sources: Csr,
+    /// Passages each report quotes, turned around (rows = passages).
+    pub passage_quoted_by: Csr,
+    /// Why each linked concept is in its document's `concept` set; `None` for runs written
+    /// before `concept_evidence.parquet` (a document with a hidden passage then matches no
+    /// concept of that field).
+    pub concept_evidence: Option<evidence::ConceptEvidence>,
     /// The vocabulary tables.
     pub vocabulary: VocabularyTables,
     /// Term lookup, hierarchy and per-field postings for concept queries.
@@ -377,6 +392,26 @@ impl Snapshot {
             concept_index.linked = linked;
         }
         let text_index = crate::text::TextIndex::open(&p(crate::text::TEXT_INDEX_DIR))?;
+        let num_passages = passage_ids.len();
+        let passage_entities = evidence::invert(&entity_passages, num_passages);
+        let entity_communities = evidence::invert(&community_members, num_entities);
+        let report_sources = if manifest.file(report_sources::FILE).is_some() {
+            evidence::read_report_sources(dir, run_id, num_communities, &passage_index)?
+        } else {
+            Csr::from_pairs(num_communities, &[])
+        };
+        let passage_quoted_by = evidence::invert(&report_sources, num_passages);
+        let concept_evidence = if manifest.file(concept_evidence::FILE).is_some() {
+            Some(evidence::read_concept_evidence(
+                dir,
+                run_id,
+                &document_index,
+                &vocabulary.concept_index,
+                &passage_index,
+            )?)
+        } else {
+            None
+        };
         Ok(Self {
             dir: dir.to_owned(),
             manifest,
@@ -398,6 +433,11 @@ impl Snapshot {
             community_level,
             community_parent,
             community_members,
+            passage_entities,
+            entity_communities,
+            report_sources,
+            passage_quoted_by,
+            concept_evidence,
             vocabulary,
             concept_index,
             text_index,

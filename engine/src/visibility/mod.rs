@@ -17,13 +17,18 @@ use serde::Serialize;
 
 use crate::error::{EngineError, Result};
 
+pub mod effective;
+
+pub mod withdrawn;
+
 /// Visibility of a passage or document.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Visibility {
     /// Returned by queries.
     Visible,
-    /// Filtered at query time, kept in storage and in the next run's graph.
+    /// Filtered at query time and kept in storage: the next run keeps its text (so unhiding
+    /// works at once) but leaves it out of the graph and the reports.
     Hidden,
     /// Replaced by a newer version: filtered now, left out of the next run.
     Superseded,
@@ -42,7 +47,7 @@ impl Visibility {
         }
     }
 
-    /// Whether the next pipeline run leaves it out of the graph.
+    /// Whether the next pipeline run leaves it out altogether (text, graph and reports).
     pub fn is_excluded_from_runs(self) -> bool {
         matches!(self, Self::Deleted | Self::Superseded)
     }

@@ -4,6 +4,8 @@
 mod common;
 // find_by_meaning: expansion, coverage, visibility, composition, scale.
 mod concepts;
+// Hidden text is unsearchable at once on every retrieval path, through the binary.
+mod hidden_text;
 // search_themes through the IVF index of large runs.
 mod themes_ivf;
 // The agent tools: the shared argument checker, scope, MCP_MAX_HITS, partial_retrieval.

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use agrag_engine::embed::{EmbedderSettings, Provider};
 use agrag_engine::stdout_line as println;
 use agrag_pipeline::PipelineError;
-use agrag_pipeline::detect::{DetectGraphConfig, detect_graph};
+use agrag_pipeline::detect::{DetectGraphConfig, detect_graph, oversized_line};
 use agrag_pipeline::leiden::{Algorithm, LeidenConfig, Objective};
 use agrag_pipeline::link::LinkConfig;
 use agrag_pipeline::report::ExtractiveReportWriter;
@@ -139,6 +139,10 @@ struct RunArgs {
     vocabulary: Option<PathBuf>,
     #[command(flatten)]
     detection: DetectionArgs,
+    /// Publish the run even if it has no entity, no community or no document linked to a
+    /// concept (refused by default: it would replace a good run with one that answers nothing)
+    #[arg(long)]
+    allow_empty: bool,
     /// Print the summary as JSON
     #[arg(long)]
     json: bool,
@@ -167,6 +171,8 @@ fn is_bad_input(e: &PipelineError) -> bool {
             | PipelineError::Write { .. }
             | PipelineError::Parse { .. }
             | PipelineError::EmptyInput { .. }
+            | PipelineError::UnsupportedEncoding { .. }
+            | PipelineError::NothingToPublish { .. }
             | PipelineError::DuplicateKey { .. }
             | PipelineError::InvalidWeight { .. }
             | PipelineError::NodeOutOfRange { .. }
@@ -181,8 +187,8 @@ fn print_summary(s: &RunSummary) {
         s.documents, s.linked_documents
     );
     println!(
-        "  passages             {:>8}  ({} left out: deleted or superseded)",
-        s.passages, s.excluded_passages
+        "  passages             {:>8}  ({} left out: deleted or superseded; {} empty dropped)",
+        s.passages, s.excluded_passages, s.empty_passages_dropped
     );
     println!(
         "  mentions             {:>8}  ({:.2} distinct concepts per passage)",
@@ -194,6 +200,15 @@ fn print_summary(s: &RunSummary) {
     );
     println!("  edges                {:>8}", s.edges);
     println!("  communities/level    {:?}", s.communities_per_level);
+    println!(
+        "  {}",
+        oversized_line(
+            s.oversized_leaves,
+            s.detection.oversized_leaves_at_max_levels,
+            s.largest_leaf,
+            s.max_cluster_size
+        )
+    );
     println!("  modularity (level 0) {:>8.4}", s.modularity);
     println!("  embedder             {}", s.embedder);
     let secs: Vec<String> = s
@@ -238,6 +253,7 @@ fn run_cmd(a: RunArgs) -> Result<(), (u8, anyhow::Error)> {
         embedder: choice.embedder,
         report_writer: Arc::new(ExtractiveReportWriter),
         progress: !a.json && std::io::stderr().is_terminal(),
+        allow_empty: a.allow_empty,
     };
     let summary = run(&cfg).map_err(|e| {
         let code = if is_bad_input(&e) { 2 } else { 1 };

@@ -1,5 +1,11 @@
 //! Ingest: documents (JSON Lines) → documents with passages and stable passage ids.
 //!
+//! The file is UTF-8, optionally gzip-compressed (recognised by its magic bytes, whatever its
+//! name, e.g. `documents.jsonl.gz`) and optionally starting with a UTF-8 byte-order mark, which
+//! is skipped. UTF-16 and UTF-32 (with a byte-order mark, or recognised by their zero bytes) and
+//! any other bytes that are not UTF-8 are refused with an error naming the file, and the
+//! encoding or the line.
+//!
 //! One JSON object per line:
 //!
 //! ```json
@@ -9,17 +15,26 @@
 //! * `document_key` (string, required, unique, non-empty).
 //! * `passages` (array of strings) — kept as given, in order; or `text` (string), split into
 //!   passages at blank lines and then at sentence ends so that no passage exceeds
-//!   [`MAX_PASSAGE_CHARS`]. One of the two is required.
+//!   [`MAX_PASSAGE_CHARS`]. Exactly one of the two is required: a line with both is refused
+//!   (which one was meant cannot be told).
 //! * `title` (string), `year` (integer), `mesh` (array of strings: the document's own subject
 //!   headings, ingested as the `mesh` node field) are optional; other fields are ignored.
 //!
-//! A passage's id is `<document_key>#<position>`, stable across runs as long as the document's
-//! passages are.
+//! Titles, passages and `text` are stored in normal form ([`normalize_text`]): HTML character
+//! references decoded once (`AT&amp;T` → `AT&T`), then Unicode NFC. Linking and the engine's
+//! term lookup match on the key of [`agrag_engine::format::normalize`], so text in NFD or with
+//! compatibility characters links like its plain form. Passages that are empty or only white
+//! space (after that) are dropped and counted ([`Corpus::num_empty_passages_dropped`]).
+//!
+//! A passage's id is `<document_key>#<position>`, where `position` counts the document's kept
+//! (non-empty) passages from 0; it is stable across runs as long as the document's passages are.
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 
+use agrag_engine::format::normalize::normalize_text;
+use flate2::read::MultiGzDecoder;
 use serde::Deserialize;
 
 use crate::error::{PipelineError, Result};
@@ -61,8 +76,10 @@ pub struct Corpus {
     pub documents: Vec<Document>,
     /// The file they came from.
     pub source: PathBuf,
-    /// BLAKE3 digest (hex) of the file's bytes.
+    /// BLAKE3 digest (hex) of the file's bytes (decompressed, without a byte-order mark).
     pub fingerprint: String,
+    /// Passages that were empty or only white space, dropped at ingest.
+    pub num_empty_passages_dropped: usize,
 }
 
 impl Corpus {
@@ -87,12 +104,20 @@ struct RawDocument {
     mesh: Option<Vec<String>>,
 }
 
-/// Reads a JSON Lines corpus.
+/// The first two bytes of a gzip stream.
+const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
+/// The UTF-8 byte-order mark.
+const UTF8_BOM: [u8; 3] = [0xef, 0xbb, 0xbf];
+
+/// Reads a JSON Lines corpus (plain or gzip-compressed; see the [module docs](self)).
 ///
 /// # Errors
-/// * [`PipelineError::Io`] when the file cannot be read;
-/// * [`PipelineError::Parse`] naming the line of malformed JSON, a missing or non-string
-///   `document_key`, a year out of range, or a document with neither `passages` nor `text`;
+/// * [`PipelineError::Io`] when the file cannot be read or decompressed;
+/// * [`PipelineError::UnsupportedEncoding`] naming the file and its encoding when it is UTF-16
+///   or UTF-32;
+/// * [`PipelineError::Parse`] naming the line of bytes that are not UTF-8, malformed JSON, a
+///   missing or non-string `document_key`, a year out of range, or a document with neither or
+///   both of `passages` and `text`;
 /// * [`PipelineError::DuplicateKey`] naming both lines of a repeated `document_key`;
 /// * [`PipelineError::EmptyInput`] when the file holds no document or no passage.
 pub fn read_jsonl(path: &Path) -> Result<Corpus> {
@@ -103,40 +128,81 @@ pub fn read_jsonl(path: &Path) -> Result<Corpus> {
     parse_jsonl(BufReader::new(file), path)
 }
 
-/// Reads a JSON Lines corpus from `reader`; `path` names the source in errors and in the
-/// corpus. Same format and errors as [`read_jsonl`] (an I/O error of `reader` is reported as
-/// [`PipelineError::Io`] on `path`). Never panics, whatever the bytes (fuzzed).
+/// Reads a JSON Lines corpus from `reader` (plain or gzip-compressed); `path` names the source
+/// in errors and in the corpus. Same format and errors as [`read_jsonl`] (an I/O error of
+/// `reader` is reported as [`PipelineError::Io`] on `path`). Never panics, whatever the bytes
+/// (fuzzed).
 ///
 /// # Errors
 /// As [`read_jsonl`].
 pub fn parse_jsonl(mut reader: impl BufRead, path: &Path) -> Result<Corpus> {
+    let head = reader.fill_buf().map_err(|e| PipelineError::Io {
+        path: path.to_owned(),
+        source: e,
+    })?;
+    if head.starts_with(&GZIP_MAGIC) {
+        let mut unzipped = BufReader::new(MultiGzDecoder::new(reader));
+        return parse_plain(&mut unzipped, path);
+    }
+    parse_plain(&mut reader, path)
+}
+
+/// The encoding that `head` (the first bytes of a file) shows, when it is not UTF-8: a
+/// byte-order mark of UTF-16 or UTF-32, or the zero bytes that UTF-16 puts beside ASCII.
+fn foreign_encoding(head: &[u8]) -> Option<&'static str> {
+    match head {
+        [0x00, 0x00, 0xfe, 0xff, ..] => Some("UTF-32 (big-endian, with a byte-order mark)"),
+        [0xff, 0xfe, 0x00, 0x00, ..] => Some("UTF-32 (little-endian, with a byte-order mark)"),
+        [0xff, 0xfe, ..] => Some("UTF-16 (little-endian, with a byte-order mark)"),
+        [0xfe, 0xff, ..] => Some("UTF-16 (big-endian, with a byte-order mark)"),
+        [a, 0x00, ..] if *a != 0 => Some("UTF-16 (little-endian)"),
+        [0x00, b, ..] if *b != 0 => Some("UTF-16 (big-endian)"),
+        _ => None,
+    }
+}
+
+fn parse_plain(reader: &mut dyn BufRead, path: &Path) -> Result<Corpus> {
     let io = |e| PipelineError::Io {
         path: path.to_owned(),
         source: e,
     };
+    let head = reader.fill_buf().map_err(io)?;
+    if let Some(encoding) = foreign_encoding(head) {
+        return Err(PipelineError::UnsupportedEncoding {
+            path: path.to_owned(),
+            encoding,
+        });
+    }
+    if head.starts_with(&UTF8_BOM) {
+        reader.consume(UTF8_BOM.len());
+    }
     let mut hasher = blake3::Hasher::new();
     let mut documents = Vec::new();
     let mut seen: HashMap<String, u64> = HashMap::new();
-    let mut buf = String::new();
+    let mut bytes: Vec<u8> = Vec::new();
     let mut line_no = 0u64;
+    let mut num_empty_passages_dropped = 0usize;
     loop {
-        buf.clear();
-        let n = reader.read_line(&mut buf).map_err(|e| {
-            if e.kind() == std::io::ErrorKind::InvalidData {
-                PipelineError::Parse {
-                    path: path.to_owned(),
-                    line: line_no + 1,
-                    reason: "line is not valid UTF-8".into(),
-                }
-            } else {
-                io(e)
-            }
-        })?;
+        bytes.clear();
+        let n = reader.read_until(b'\n', &mut bytes).map_err(io)?;
         if n == 0 {
             break;
         }
         line_no += 1;
-        hasher.update(buf.as_bytes());
+        hasher.update(&bytes);
+        let buf = std::str::from_utf8(&bytes).map_err(|e| {
+            let at = e.valid_up_to();
+            PipelineError::Parse {
+                path: path.to_owned(),
+                line: line_no,
+                reason: format!(
+                    "byte 0x{:02X} at byte {} of the line is not UTF-8: documents must be UTF-8 \
+                     (convert the file, e.g. from Latin-1 or Windows-1252 with iconv)",
+                    bytes[at],
+                    at + 1
+                ),
+            }
+        })?;
         let line = buf.trim();
         if line.is_empty() {
             continue;
@@ -172,14 +238,26 @@ pub fn parse_jsonl(mut reader: impl BufRead, path: &Path) -> Result<Corpus> {
             }
         };
         let passages = match (raw.passages, raw.text) {
-            (Some(p), _) => p,
-            (None, Some(t)) => split_passages(&t),
+            (Some(_), Some(_)) => {
+                return Err(parse(format!(
+                    "document {key:?} has both `passages` and `text`: give one of them \
+                     (`passages` are kept as given, `text` is split into passages)"
+                )));
+            }
+            (Some(p), None) => p.iter().map(|t| normalize_text(t).into_owned()).collect(),
+            (None, Some(t)) => split_passages(&normalize_text(&t)),
             (None, None) => {
                 return Err(parse(format!(
                     "document {key:?} has neither `passages` nor `text`"
                 )));
             }
         };
+        let given = passages.len();
+        let passages: Vec<String> = passages
+            .into_iter()
+            .filter(|p| !p.trim().is_empty())
+            .collect();
+        num_empty_passages_dropped += given - passages.len();
         if let Some(&first_line) = seen.get(&key) {
             return Err(PipelineError::DuplicateKey {
                 path: path.to_owned(),
@@ -192,7 +270,7 @@ pub fn parse_jsonl(mut reader: impl BufRead, path: &Path) -> Result<Corpus> {
         seen.insert(key.clone(), line_no);
         documents.push(Document {
             key,
-            title: raw.title.unwrap_or_default(),
+            title: normalize_text(&raw.title.unwrap_or_default()).into_owned(),
             year,
             passages,
             headings: raw.mesh.unwrap_or_default(),
@@ -202,6 +280,7 @@ pub fn parse_jsonl(mut reader: impl BufRead, path: &Path) -> Result<Corpus> {
         documents,
         source: path.to_owned(),
         fingerprint: hasher.finalize().to_hex().to_string(),
+        num_empty_passages_dropped,
     };
     if corpus.documents.is_empty() {
         return Err(PipelineError::EmptyInput {
@@ -334,6 +413,96 @@ mod tests {
                 .to_string()
                 .contains("no passage")
         );
+    }
+
+    #[test]
+    fn gzip_and_a_utf8_byte_order_mark_are_read() {
+        let plain = "{\"document_key\":\"a\",\"passages\":[\"x\"]}\n";
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        gz.write_all(format!("\u{feff}{plain}").as_bytes()).unwrap();
+        let zipped = gz.finish().unwrap();
+        let c = parse_jsonl(zipped.as_slice(), Path::new("d.jsonl.gz")).unwrap();
+        assert_eq!(c.documents[0].passages, vec!["x"]);
+        let bom = parse_jsonl(format!("\u{feff}{plain}").as_bytes(), Path::new("d.jsonl")).unwrap();
+        let without = parse_jsonl(plain.as_bytes(), Path::new("d.jsonl")).unwrap();
+        assert_eq!(bom.documents, without.documents);
+        assert_eq!(bom.fingerprint, without.fingerprint);
+        assert_eq!(c.fingerprint, without.fingerprint);
+    }
+
+    #[test]
+    fn other_encodings_are_named() {
+        let utf16: Vec<u8> = [0xff, 0xfe]
+            .into_iter()
+            .chain(
+                "{\"document_key\":\"a\"}"
+                    .encode_utf16()
+                    .flat_map(u16::to_le_bytes),
+            )
+            .collect();
+        let e = parse_jsonl(utf16.as_slice(), Path::new("d.jsonl"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("d.jsonl: the file is UTF-16 (little-endian"),
+            "{e}"
+        );
+        let no_bom: Vec<u8> = "{\"a\":1}"
+            .encode_utf16()
+            .flat_map(u16::to_be_bytes)
+            .collect();
+        let e = parse_jsonl(no_bom.as_slice(), Path::new("d.jsonl"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("UTF-16 (big-endian)"), "{e}");
+        let latin1 =
+            b"{\"document_key\":\"a\",\"passages\":[\"x\"]}\n{\"document_key\":\"caf\xe9\"}\n";
+        let e = parse_jsonl(&latin1[..], Path::new("d.jsonl"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("d.jsonl:2: byte 0xE9 at byte 21 of the line is not UTF-8"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn passages_and_text_together_are_refused() {
+        let f = write("{\"document_key\":\"a\",\"passages\":[\"p\"],\"text\":\"t\"}\n");
+        let e = read_jsonl(f.path()).unwrap_err().to_string();
+        assert!(
+            e.contains(":1: document \"a\" has both `passages` and `text`"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn empty_passages_are_dropped_and_counted() {
+        let f = write(concat!(
+            r#"{"document_key":"a","passages":["", "  \n", "kept", "&nbsp;"]}"#,
+            "\n",
+            r#"{"document_key":"b","text":"\n\n  \n\nOne."}"#,
+            "\n"
+        ));
+        let c = read_jsonl(f.path()).unwrap();
+        assert_eq!(c.documents[0].passages, vec!["kept"]);
+        assert_eq!(c.documents[1].passages, vec!["One."]);
+        // The no-break space of `&nbsp;` is white space too.
+        assert_eq!(c.num_empty_passages_dropped, 3);
+    }
+
+    #[test]
+    fn text_is_stored_in_normal_form() {
+        let f = write(concat!(
+            r#"{"document_key":"a","title":"AT&amp;T","passages":["Me\u0301nie\u0300re &lt;3"]}"#,
+            "\n",
+            r#"{"document_key":"b","text":"Caf\u0065\u0301 &amp;amp; more."}"#,
+            "\n"
+        ));
+        let c = read_jsonl(f.path()).unwrap();
+        assert_eq!(c.documents[0].title, "AT&T");
+        assert_eq!(c.documents[0].passages, vec!["M\u{e9}ni\u{e8}re <3"]);
+        assert_eq!(c.documents[1].passages, vec!["Caf\u{e9} &amp; more."]);
     }
 
     #[test]

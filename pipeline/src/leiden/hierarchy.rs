@@ -1,5 +1,19 @@
 //! Hierarchical Leiden, as GraphRAG calls it (graspologic's `hierarchical_leiden`): communities
 //! that are too large are split recursively by Leiden runs on their induced subgraphs.
+//!
+//! # When a leaf stays larger than `max_cluster_size`
+//!
+//! `max_cluster_size` is a request to split, not a cap. A community larger than it is split by
+//! a Leiden run on its induced subgraph; when that run returns one community, there is no
+//! split that improves the quality function, and the community stays whole as a leaf. That is
+//! the case of a star (a hub and its leaves: moving any leaf out of the hub's community only
+//! lowers modularity, so a 301-node star is one community of 301), of a clique, and of any
+//! subgraph too dense to have a community structure at the configured resolution. Cutting such
+//! a community arbitrarily would give communities that are not communities, so we keep it, as
+//! graspologic does. A community at the last level `max_levels` allows is not split either.
+//! Both kinds are counted in [`DetectionStats::oversized_leaves`] (the run summary, `--json`
+//! and the run's manifest report it), so the limit is never exceeded silently; a higher
+//! resolution or the CPM objective splits dense subgraphs further.
 
 use std::time::Instant;
 
@@ -91,6 +105,15 @@ pub struct DetectionStats {
     pub communities: usize,
     /// Leaf communities.
     pub leaves: usize,
+    /// Leaf communities with more than `max_cluster_size` nodes: the ones whose Leiden run on
+    /// their induced subgraph returned a single community (see the [module docs](self)), and
+    /// the ones at the last level `max_levels` allows.
+    pub oversized_leaves: usize,
+    /// Of [`oversized_leaves`](Self::oversized_leaves), those left whole only because they
+    /// sit at the last level `max_levels` allows.
+    pub oversized_leaves_at_max_levels: usize,
+    /// Size of the largest leaf community, in nodes (0 for an empty graph).
+    pub largest_leaf: usize,
     /// Per level, coarsest first.
     pub levels: Vec<LevelStats>,
     /// Leiden iterations of all runs, summed.
@@ -160,7 +183,8 @@ impl Hierarchy {
 /// subgraph), giving its children at the next level, recursively, up to `config.max_levels`
 /// levels. A community that is small enough, or whose run returns a single community, or that
 /// sits at the last level, is a leaf. This is the semantics of GraphRAG's
-/// `hierarchical_leiden` (graspologic).
+/// `hierarchical_leiden` (graspologic). Leaves larger than `max_cluster_size` (the last two
+/// kinds) are counted in [`DetectionStats::oversized_leaves`]; see the [module docs](self).
 ///
 /// Implements Traag, Waltman & van Eck (2019), <https://doi.org/10.1038/s41598-019-41695-z>.
 ///
@@ -285,6 +309,9 @@ pub fn hierarchical_leiden(graph: &Graph, config: &LeidenConfig) -> Result<Hiera
             isolates,
             communities: 0,
             leaves: 0,
+            oversized_leaves: 0,
+            oversized_leaves_at_max_levels: 0,
+            largest_leaf: 0,
             levels: Vec::new(),
             iterations: level_runs.iter().map(|r| r.1).sum(),
             seconds: 0.0,
@@ -304,6 +331,16 @@ pub fn hierarchical_leiden(graph: &Graph, config: &LeidenConfig) -> Result<Hiera
     }
     hierarchy.stats.communities = hierarchy.communities.len();
     hierarchy.stats.leaves = hierarchy.communities.iter().filter(|c| c.is_leaf).count();
+    for c in hierarchy.communities.iter().filter(|c| c.is_leaf) {
+        let size = c.members.len();
+        hierarchy.stats.largest_leaf = hierarchy.stats.largest_leaf.max(size);
+        if size > config.max_cluster_size {
+            hierarchy.stats.oversized_leaves += 1;
+            if c.level as usize + 1 >= config.max_levels {
+                hierarchy.stats.oversized_leaves_at_max_levels += 1;
+            }
+        }
+    }
     hierarchy.stats.seconds = start.elapsed().as_secs_f64();
     Ok(hierarchy)
 }
@@ -422,6 +459,40 @@ mod tests {
         assert_eq!(
             h.stats.leaves,
             h.communities.iter().filter(|c| c.is_leaf).count()
+        );
+    }
+
+    /// A star has no split that raises modularity: Leiden on it returns one community, which
+    /// stays a leaf larger than `max_cluster_size`, and is counted.
+    #[test]
+    fn an_unsplittable_star_is_counted_as_an_oversized_leaf() {
+        let edges: Vec<(u32, u32, f64)> = (1..=300).map(|v| (0, v, 1.0)).collect();
+        let g = Graph::from_edges(301, &edges).unwrap();
+        let config = LeidenConfig::default();
+        let h = hierarchical_leiden(&g, &config).unwrap();
+        assert_eq!(h.communities.len(), 1, "{:?}", h.stats);
+        assert_eq!(h.stats.oversized_leaves, 1);
+        assert_eq!(h.stats.oversized_leaves_at_max_levels, 0);
+        assert_eq!(h.stats.largest_leaf, 301);
+        // Ring of cliques split to its cliques: no leaf above the limit.
+        let ring = ring_of_cliques(30, 5);
+        let config = LeidenConfig {
+            max_cluster_size: 6,
+            ..LeidenConfig::default()
+        };
+        let h = hierarchical_leiden(&ring, &config).unwrap();
+        assert_eq!(h.stats.oversized_leaves, 0);
+        assert_eq!(h.stats.largest_leaf, 5);
+        // At the last level allowed, the pairs of cliques stay whole and are counted as such.
+        let flat = LeidenConfig {
+            max_levels: 1,
+            ..config
+        };
+        let h = hierarchical_leiden(&ring, &flat).unwrap();
+        assert!(h.stats.oversized_leaves > 0);
+        assert_eq!(
+            h.stats.oversized_leaves,
+            h.stats.oversized_leaves_at_max_levels
         );
     }
 

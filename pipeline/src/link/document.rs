@@ -26,7 +26,7 @@
 //! Nothing here reads a document's own headings; they are only the reference the quality
 //! bench compares with.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use serde::Serialize;
 
@@ -281,6 +281,12 @@ pub struct DocumentConcept {
     pub in_title: bool,
 }
 
+/// One way the linker reached a concept of the document set: the passages (indices into the
+/// `passages` given to [`DocumentLinker::link_document`], ascending) whose text it needed, all
+/// of them. The title is not listed: it stands or falls with the document. An empty way means
+/// the title alone was enough.
+pub type EvidenceWay = Vec<u32>;
+
 /// What [`DocumentLinker::link_document`] returns.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct DocumentConcepts {
@@ -289,6 +295,17 @@ pub struct DocumentConcepts {
     pub passage_mentions: Vec<Vec<(u32, u32)>>,
     /// The document's `concept` node-field set, sorted by concept.
     pub concepts: Vec<DocumentConcept>,
+    /// Parallel to `concepts`: every way the concept was reached, sorted, without duplicates
+    /// and without a way that contains another. The concept stays justified while the
+    /// passages of at least one way are readable, which is how a query withdraws a concept
+    /// whose only evidence is a hidden passage without linking the document again: a
+    /// dictionary match in passage `k` is the way `[k]`; an abbreviation used in passage `k`
+    /// and defined in passage `j` is `[j, k]`; an inferred heading is reached through each
+    /// passage holding its trigger words (`[k]`), or each pair of passages holding both word
+    /// lists of a two-list design rule. Rules that fire on the *absence* of words (mixed
+    /// sexes, the adult default) list the passages of their positive condition only, since
+    /// hiding text can add such a heading on a fresh link but never makes a listed way false.
+    pub evidence: Vec<Vec<EvidenceWay>>,
 }
 
 impl DocumentConcepts {
@@ -430,8 +447,8 @@ impl DocumentLinker {
             .collect();
         let mut open: Vec<Vec<Link>> = segments.iter().map(|s| self.open.find(s)).collect();
         let mut graph: Vec<Vec<Link>> = passages.iter().map(|s| self.graph.find(s)).collect();
-        // Links created by abbreviation uses, per segment.
-        let mut via_abbreviation: Vec<Vec<Link>> = vec![Vec::new(); segments.len()];
+        // Links created by abbreviation uses, per segment, with the segment of the definition.
+        let mut via_abbreviation: Vec<Vec<(Link, usize)>> = vec![Vec::new(); segments.len()];
         if self.rules.abbreviations {
             let abbreviations = defined_abbreviations(&segments, &open);
             for (k, text) in segments.iter().enumerate() {
@@ -450,14 +467,23 @@ impl DocumentLinker {
 
         // The document set: text first.
         let mut set: BTreeMap<u32, DocumentConcept> = BTreeMap::new();
+        // Ways by concept, in segment indices (0 = title); see `DocumentConcepts::evidence`.
+        let mut ways: BTreeMap<u32, BTreeSet<Vec<usize>>> = BTreeMap::new();
         let first = usize::from(!self.rules.title);
         for k in first..segments.len() {
             for l in &open[k] {
-                let evidence = if via_abbreviation[k].contains(l) {
+                let defined_in = via_abbreviation[k]
+                    .iter()
+                    .find(|(a, _)| a == l)
+                    .map(|&(_, j)| j);
+                let evidence = if defined_in.is_some() {
                     Evidence::Abbreviation
                 } else {
                     Evidence::Text
                 };
+                ways.entry(l.concept)
+                    .or_default()
+                    .insert(defined_in.map_or_else(|| vec![k], |j| vec![j, k]));
                 let e = set.entry(l.concept).or_insert(DocumentConcept {
                     concept: l.concept,
                     evidence,
@@ -473,10 +499,19 @@ impl DocumentLinker {
             self.keep_narrowest(&mut set);
         }
 
-        // Inferred headings.
+        // Inferred headings. `segs` gives the segments (0 = title) holding any of the phrases.
         let tokens: Vec<Vec<Token>> = segments[first..].iter().map(|s| tokenize(s)).collect();
         let word_lists: Vec<Vec<&str>> = tokens.iter().map(|t| words(t)).collect();
-        let mut add = |heading: &str, evidence: Evidence| {
+        let segs = |phrases: &[&str]| -> Vec<usize> {
+            word_lists
+                .iter()
+                .enumerate()
+                .filter(|(_, w)| any_phrase(w, phrases))
+                .map(|(i, _)| first + i)
+                .collect()
+        };
+        let singles = |s: &[usize]| -> Vec<Vec<usize>> { s.iter().map(|&k| vec![k]).collect() };
+        let mut add = |heading: &str, evidence: Evidence, reached: Vec<Vec<usize>>| {
             if let Some(&c) = self.headings.get(heading) {
                 set.entry(c).or_insert(DocumentConcept {
                     concept: c,
@@ -484,63 +519,96 @@ impl DocumentLinker {
                     num_mentions: 0,
                     in_title: false,
                 });
+                ways.entry(c).or_default().extend(reached);
             }
         };
-        let has = |phrases: &[&str]| word_lists.iter().any(|w| any_phrase(w, phrases));
-        let human = has(HUMAN_WORDS);
+        let human = segs(HUMAN_WORDS);
         if self.rules.check_tags {
-            if human {
-                add("Humans", Evidence::CheckTag);
+            if !human.is_empty() {
+                add("Humans", Evidence::CheckTag, singles(&human));
             }
-            if has(ANIMAL_WORDS) {
-                add("Animals", Evidence::CheckTag);
+            let animal = segs(ANIMAL_WORDS);
+            if !animal.is_empty() {
+                add("Animals", Evidence::CheckTag, singles(&animal));
             }
-            let both = has(BOTH_SEXES_WORDS);
-            let female = has(FEMALE_WORDS);
-            let male = has(MALE_WORDS);
-            if female || both || (self.rules.mixed_sex && human && !male) {
-                add("Female", Evidence::CheckTag);
+            let both = segs(BOTH_SEXES_WORDS);
+            let female = segs(FEMALE_WORDS);
+            let male = segs(MALE_WORDS);
+            let sex_ways = |named: &[usize], other: &[usize]| -> Vec<Vec<usize>> {
+                let mut w = singles(named);
+                w.extend(singles(&both));
+                if self.rules.mixed_sex && other.is_empty() {
+                    w.extend(singles(&human));
+                }
+                w
+            };
+            let female_ways = sex_ways(&female, &male);
+            if !female_ways.is_empty() {
+                add("Female", Evidence::CheckTag, female_ways);
             }
-            if male || both || (self.rules.mixed_sex && human && !female) {
-                add("Male", Evidence::CheckTag);
+            let male_ways = sex_ways(&male, &female);
+            if !male_ways.is_empty() {
+                add("Male", Evidence::CheckTag, male_ways);
             }
-            if has(PREGNANCY_WORDS) {
-                add("Pregnancy", Evidence::CheckTag);
+            let pregnancy = segs(PREGNANCY_WORDS);
+            if !pregnancy.is_empty() {
+                add("Pregnancy", Evidence::CheckTag, singles(&pregnancy));
             }
         }
         if self.rules.age_groups || self.rules.adult_default {
-            let mut groups: Vec<&str> = Vec::new();
-            for t in &tokens {
+            // (age group, segment that states it)
+            let mut groups: Vec<(&str, usize)> = Vec::new();
+            for (i, t) in tokens.iter().enumerate() {
                 for (lo, hi) in age_intervals(t) {
-                    groups.extend(groups_overlapping(lo, hi).map(|g| AGE_GROUPS[g].0));
+                    groups.extend(groups_overlapping(lo, hi).map(|g| (AGE_GROUPS[g].0, first + i)));
                 }
             }
             for (phrase, named) in AGE_WORDS {
-                if word_lists.iter().any(|w| contains_phrase(w, phrase)) {
-                    groups.extend_from_slice(named);
+                for (i, w) in word_lists.iter().enumerate() {
+                    if contains_phrase(w, phrase) {
+                        groups.extend(named.iter().map(|g| (*g, first + i)));
+                    }
                 }
             }
             if self.rules.age_groups {
-                for g in &groups {
-                    add(g, Evidence::AgeGroup);
+                for &(g, k) in &groups {
+                    add(g, Evidence::AgeGroup, vec![vec![k]]);
                 }
             }
-            if self.rules.adult_default && human && groups.is_empty() {
+            if self.rules.adult_default && !human.is_empty() && groups.is_empty() {
                 for g in ["Adult", "Middle Aged", "Aged"] {
-                    add(g, Evidence::AgeGroup);
+                    add(g, Evidence::AgeGroup, singles(&human));
                 }
             }
         }
         if self.rules.study_design {
             for r in DESIGN_RULES {
-                if has(r.any) && (r.with.is_empty() || has(r.with)) {
-                    add(r.heading, Evidence::StudyDesign);
+                let any = segs(r.any);
+                if any.is_empty() {
+                    continue;
+                }
+                if r.with.is_empty() {
+                    add(r.heading, Evidence::StudyDesign, singles(&any));
+                    continue;
+                }
+                let with = segs(r.with);
+                let pairs: Vec<Vec<usize>> = any
+                    .iter()
+                    .flat_map(|&a| with.iter().map(move |&b| vec![a, b]))
+                    .collect();
+                if !pairs.is_empty() {
+                    add(r.heading, Evidence::StudyDesign, pairs);
                 }
             }
         }
+        let evidence = set
+            .keys()
+            .map(|c| passage_ways(ways.remove(c).unwrap_or_default()))
+            .collect();
         DocumentConcepts {
             passage_mentions,
             concepts: set.into_values().collect(),
+            evidence,
         }
     }
 
@@ -561,6 +629,34 @@ impl DocumentLinker {
         }
         set.retain(|c, _| is_tag(c) || !broader.contains(c));
     }
+}
+
+/// Ways in segment indices (0 = title) → ways in passage indices: the title dropped, each way
+/// sorted and deduplicated, a way that contains another dropped (it adds no justification).
+fn passage_ways(ways: BTreeSet<Vec<usize>>) -> Vec<EvidenceWay> {
+    let mut out: Vec<EvidenceWay> = ways
+        .into_iter()
+        .map(|w| {
+            let mut p: Vec<u32> = w
+                .iter()
+                .filter(|&&k| k > 0)
+                .map(|&k| k as u32 - 1)
+                .collect();
+            p.sort_unstable();
+            p.dedup();
+            p
+        })
+        .collect();
+    out.sort_by(|a, b| a.len().cmp(&b.len()).then_with(|| a.cmp(b)));
+    out.dedup();
+    let mut kept: Vec<EvidenceWay> = Vec::with_capacity(out.len());
+    for w in out {
+        if !kept.iter().any(|k| k.iter().all(|p| w.contains(p))) {
+            kept.push(w);
+        }
+    }
+    kept.sort();
+    kept
 }
 
 /// `(concept, occurrences)` of `links`, sorted by concept.
@@ -601,14 +697,10 @@ fn defined_abbreviations(segments: &[&str], links: &[Vec<Link>]) -> Vec<Abbrevia
     out
 }
 
-/// Uses of the abbreviations in segment `k`: `(start, end, concepts)`. The short form inside
+/// Uses of the abbreviations in segment `k`: `(start, end, concepts, defining segment)`. The short form inside
 /// its own defining parentheses gets no concept (the long form before it already counts),
 /// but still hides any dictionary match there.
-fn abbreviation_uses(
-    text: &str,
-    k: usize,
-    abbreviations: &[Abbreviation],
-) -> Vec<(usize, usize, Vec<u32>)> {
+fn abbreviation_uses(text: &str, k: usize, abbreviations: &[Abbreviation]) -> Vec<Use> {
     let mut uses = Vec::new();
     for a in abbreviations {
         for (s, e) in occurrences(text, &a.short) {
@@ -618,11 +710,14 @@ fn abbreviation_uses(
             } else {
                 a.concepts.clone()
             };
-            uses.push((s, e, concepts));
+            uses.push((s, e, concepts, a.segment));
         }
     }
     uses
 }
+
+/// An abbreviation use: `(start, end, concepts, segment of the definition)`.
+type Use = (usize, usize, Vec<u32>, usize);
 
 /// Rewrites `links` for abbreviation uses: a dictionary match inside (or across) a use is
 /// dropped and the use links to its long form's concepts (those `keep` accepts). A longer
@@ -630,12 +725,12 @@ fn abbreviation_uses(
 /// nothing. Returns the links added.
 fn apply_uses(
     links: &mut Vec<Link>,
-    uses: &[(usize, usize, Vec<u32>)],
+    uses: &[Use],
     keep: impl Fn(u32) -> bool,
-) -> Vec<Link> {
-    let mut added = Vec::new();
-    for (s, e, concepts) in uses {
-        let (s, e) = (*s, *e);
+) -> Vec<(Link, usize)> {
+    let mut added: Vec<(Link, usize)> = Vec::new();
+    for (s, e, concepts, defined_in) in uses {
+        let (s, e, defined_in) = (*s, *e, *defined_in);
         let contained = links
             .iter()
             .any(|l| l.start <= s && e <= l.end && l.end - l.start > e - s);
@@ -645,15 +740,18 @@ fn apply_uses(
         links.retain(|l| !(l.start < e && s < l.end));
         for &c in concepts {
             if keep(c) {
-                added.push(Link {
-                    concept: c,
-                    start: s,
-                    end: e,
-                });
+                added.push((
+                    Link {
+                        concept: c,
+                        start: s,
+                        end: e,
+                    },
+                    defined_in,
+                ));
             }
         }
     }
-    links.extend_from_slice(&added);
+    links.extend(added.iter().map(|(l, _)| *l));
     links.sort_by_key(|l| (l.start, l.concept));
     added
 }
@@ -753,6 +851,41 @@ mod tests {
             &["Programmed cell death (PCD) is regulated.", "PCD; PTP."],
         );
         assert_eq!(mentions(&v, &off, 1), vec!["PTPx1"]);
+    }
+
+    /// Each concept's evidence names the passages it needs: a dictionary match its passage,
+    /// an abbreviation its use and its definition, a heading its trigger passages; the title
+    /// needs none.
+    #[test]
+    fn evidence_names_the_passages_each_concept_needs() {
+        let v = vocab();
+        let l = linker(&v, Rules::ALL);
+        let dc = l.link_document(
+            "Do mitochondria matter?",
+            &[
+                "Programmed cell death (PCD) was measured in 40 patients.",
+                "Breast neoplasms grew.",
+                "PCD rose in rats.",
+            ],
+        );
+        let ways = |id: &str| -> Vec<Vec<u32>> {
+            let i = dc
+                .concepts
+                .iter()
+                .position(|c| v.concepts[c.concept as usize].id == id)
+                .unwrap_or_else(|| panic!("{id} not in the set"));
+            dc.evidence[i].clone()
+        };
+        assert_eq!(dc.evidence.len(), dc.concepts.len());
+        // Mitochondria: the title alone.
+        assert_eq!(ways("MIT"), vec![Vec::<u32>::new()]);
+        // Apoptosis: its long form in passage 0. Its use "PCD" in passage 2 needs passages 0
+        // and 2, a way that contains the first, so it is dropped.
+        assert_eq!(ways("APO"), vec![vec![0]]);
+        assert_eq!(ways("BRN"), vec![vec![1]]);
+        // Humans from "patients" (passage 0); Animals from "rats" (passage 2).
+        assert_eq!(ways("HUM"), vec![vec![0]]);
+        assert_eq!(ways("ANI"), vec![vec![2]]);
     }
 
     #[test]

@@ -1,18 +1,26 @@
 //! Link: find vocabulary concepts in passages by dictionary matching.
 //!
 //! Every preferred term and synonym (plus a singular/plural variant, and "X cancer" for
-//! "X Neoplasms") becomes a pattern of one
-//! Aho-Corasick automaton, matched ASCII-case-insensitively over overlapping matches. A match
-//! counts only when
+//! "X Neoplasms") becomes a pattern of one Aho-Corasick automaton, under its matching key
+//! ([`normalize_term`]: NFKC, lower-cased, white space collapsed — the key the engine looks
+//! query terms up by). The automaton runs over overlapping matches in the text's matching-key
+//! form ([`fold_text`]), and every match is mapped back to a byte span of the text as given, so
+//! `Myocardial\n  Infarction`, `ﬁbrosis` and full-width letters match like their plain forms.
+//! Text should be in the stored form ([`normalize_text`](agrag_engine::format::normalize::normalize_text),
+//! NFC), as ingest leaves it. A match counts only when
 //! * it covers whole words (the characters around it are not letters or digits);
 //! * for a *case-sensitive* term — an acronym or any short term with an upper-case letter after
-//!   its first character, such as `WHO`, `HIV`, `pH` — the text matches it letter for letter,
-//!   so `WHO` (World Health Organization) never matches the word "who";
+//!   its first character, such as `WHO`, `HIV`, `pH` — the text matches it letter for letter
+//!   ([`normalize_term_keep_case`]), so `WHO` (World Health Organization) never matches the
+//!   word "who";
 //! * the term is not on the stoplist, and its concept is not a stoplisted generic heading
 //!   ([`DEFAULT_STOPLIST`]: check tags such as *Humans*, *Male*, and headings such as *Patients*,
 //!   *Time*, *Risk*, *Therapeutics*);
 //! * it is not inside a longer accepted match (longest match wins: "myocardial infarction"
 //!   hides "infarction").
+//!
+//! Finding is linear in the text: one automaton pass, a sort of the candidate spans, and an
+//! ordered set of accepted spans for the overlap test.
 
 mod abbreviation;
 mod age;
@@ -24,13 +32,14 @@ mod vocabulary;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
+use agrag_engine::format::normalize::{fold_text, normalize_term, normalize_term_keep_case};
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
 use serde::Serialize;
 
 pub use abbreviation::{Definition, find_definitions};
 pub use document::{
     DOCUMENT_NOISE, DocumentConcept, DocumentConcepts, DocumentLinkConfig, DocumentLinker,
-    Evidence, Rules,
+    Evidence, EvidenceWay, Rules,
 };
 pub use vocabulary::{
     BROADER_FILE, BrokenCycle, CONCEPTS_FILE, Concept, SUBCLASS_OF, TermIndex, Vocabulary,
@@ -157,7 +166,7 @@ pub struct LinkConfig {
     /// only the terms of each descriptor's preferred concept, which leaves out the "cancer"
     /// forms that abstracts use.
     pub cancer_variants: bool,
-    /// Preferred terms or term strings never linked (case-insensitive).
+    /// Preferred terms or term strings never linked (compared by [`normalize_term`] key).
     pub stoplist: Vec<String>,
     /// Preferred terms of branches never linked: the concept itself and every concept whose
     /// parents are all in such a branch (a concept that also sits in another branch stays).
@@ -198,7 +207,7 @@ impl Default for LinkConfig {
 #[derive(Debug, Clone)]
 struct Target {
     concept: u32,
-    /// `Some(term)`: the text must equal `term` byte for byte.
+    /// `Some(key)`: the text's [`normalize_term_keep_case`] key must equal `key`.
     exact: Option<String>,
     preferred: bool,
 }
@@ -224,7 +233,6 @@ pub struct Linker {
 fn is_case_sensitive(term: &str, cfg: &LinkConfig) -> bool {
     let n = term.chars().count();
     n <= cfg.exact_case_max_chars && term.chars().skip(1).any(char::is_uppercase)
-        || !term.is_ascii()
 }
 
 fn plural_variant(term: &str) -> Option<String> {
@@ -264,12 +272,12 @@ fn cancer_variants(term: &str) -> Vec<String> {
 }
 
 /// Per concept: whether it lies only under the branches named by `roots` (preferred terms,
-/// case-insensitive), i.e. it is such a root or all its parents are excluded.
+/// compared by [`normalize_term`] key), i.e. it is such a root or all its parents are excluded.
 ///
 /// # Complexity
 /// * Time: **O(|V| + |E|)** (each concept is decided once, parents first).
 pub fn excluded_by_branch(vocab: &Vocabulary, roots: &[String]) -> Vec<bool> {
-    let roots: HashSet<String> = roots.iter().map(|s| s.to_lowercase()).collect();
+    let roots: HashSet<String> = roots.iter().map(|s| normalize_term(s)).collect();
     let n = vocab.len();
     // 0 = undecided, 1 = kept, 2 = excluded.
     let mut state = vec![0u8; n];
@@ -290,7 +298,7 @@ pub fn excluded_by_branch(vocab: &Vocabulary, roots: &[String]) -> Vec<bool> {
                 .collect();
             if pending.is_empty() {
                 let is_root =
-                    roots.contains(&vocab.concepts[c as usize].preferred_term.to_lowercase());
+                    roots.contains(&normalize_term(&vocab.concepts[c as usize].preferred_term));
                 let mut parents = vocab.parents(c).peekable();
                 let under = parents.peek().is_some() && parents.all(|p| state[p as usize] == 2);
                 state[c as usize] = if is_root || under { 2 } else { 1 };
@@ -317,12 +325,12 @@ impl Linker {
                 expected: "at least 2",
             });
         }
-        let stop: HashSet<String> = cfg.stoplist.iter().map(|s| s.to_lowercase()).collect();
+        let stop: HashSet<String> = cfg.stoplist.iter().map(|s| normalize_term(s)).collect();
         let excluded = excluded_by_branch(vocab, &cfg.excluded_branches);
-        // Pattern key (ASCII-lower-cased) → targets.
+        // Pattern key ([`normalize_term`]) → targets.
         let mut by_key: BTreeMap<String, Vec<Target>> = BTreeMap::new();
         for (ci, concept) in vocab.concepts.iter().enumerate() {
-            if excluded[ci] || stop.contains(&concept.preferred_term.to_lowercase()) {
+            if excluded[ci] || stop.contains(&normalize_term(&concept.preferred_term)) {
                 continue;
             }
             let ci = ci as u32;
@@ -341,22 +349,20 @@ impl Linker {
                     variants.extend(plurals);
                 }
                 for (t, preferred) in variants {
-                    if stop.contains(&t.to_lowercase()) {
+                    let key = normalize_term(&t);
+                    if stop.contains(&key) {
                         continue;
                     }
                     let exact = is_case_sensitive(&t, cfg);
-                    let n = t.chars().count();
+                    let n = key.chars().count();
                     if n < 2 || (!exact && n < cfg.min_term_chars) {
                         continue;
                     }
-                    by_key
-                        .entry(t.to_ascii_lowercase())
-                        .or_default()
-                        .push(Target {
-                            concept: ci,
-                            exact: exact.then(|| t.clone()),
-                            preferred,
-                        });
+                    by_key.entry(key).or_default().push(Target {
+                        concept: ci,
+                        exact: exact.then(|| normalize_term_keep_case(&t)),
+                        preferred,
+                    });
                 }
             }
         }
@@ -386,44 +392,56 @@ impl Linker {
         self.targets.len()
     }
 
-    /// Every accepted match in `text`, ordered by start offset.
+    /// Every accepted match in `text`, ordered by start offset. Offsets are bytes of `text`
+    /// (char boundaries).
+    ///
+    /// # Complexity
+    /// * Time: **O(n + m log m)** for `n` bytes of text and `m` candidate matches (the
+    ///   automaton's overlapping matches); space **O(n + m)**.
     pub fn find(&self, text: &str) -> Vec<Link> {
-        let bytes = text.as_bytes();
-        let is_word = |i: usize| -> bool {
-            // Look at the whole character around byte i.
+        let alnum_before = |i: usize| {
             text[..i]
                 .chars()
                 .next_back()
                 .is_some_and(char::is_alphanumeric)
         };
+        let alnum_at = |i: usize| text[i..].chars().next().is_some_and(char::is_alphanumeric);
+        // The automaton runs over the matching-key form of the text; spans map back to `text`.
+        let folded = fold_text(text);
         let mut spans: Vec<(usize, usize, usize)> = Vec::new(); // (start, end, pattern)
-        // Patterns are ASCII-lower-cased; so is the text searched (same byte offsets).
-        let folded = text.to_ascii_lowercase();
-        for m in self.automaton.find_overlapping_iter(&folded) {
-            let (s, e) = (m.start(), m.end());
-            if !text.is_char_boundary(s) || !text.is_char_boundary(e) {
+        for m in self.automaton.find_overlapping_iter(folded.as_str()) {
+            let Some((s, e)) = folded.source_span(m.start(), m.end()) else {
                 continue;
-            }
-            if is_word(s) || text[e..].chars().next().is_some_and(char::is_alphanumeric) {
+            };
+            if alnum_before(s) || alnum_at(e) {
                 continue;
             }
             spans.push((s, e, m.pattern().as_usize()));
         }
         // Longest first, then leftmost; accept spans that do not overlap an accepted one.
         spans.sort_by(|a, b| (b.1 - b.0, a.0).cmp(&(a.1 - a.0, b.0)));
-        let mut taken: Vec<(usize, usize)> = Vec::new();
+        // Accepted spans, start → end. They never overlap, so the one starting last before
+        // `e` is the only one that can overlap `s..e`.
+        let mut taken: BTreeMap<usize, usize> = BTreeMap::new();
         let mut links = Vec::new();
         for (s, e, p) in spans {
-            let matched = &bytes[s..e];
-            let concepts: Vec<u32> = self.targets[p]
-                .iter()
-                .filter(|t| t.exact.as_ref().is_none_or(|x| x.as_bytes() == matched))
-                .map(|t| t.concept)
-                .collect();
-            if concepts.is_empty() || taken.iter().any(|&(ts, te)| s < te && ts < e) {
+            if taken.range(..e).next_back().is_some_and(|(_, &te)| te > s) {
                 continue;
             }
-            taken.push((s, e));
+            let mut exact_key: Option<String> = None;
+            let concepts: Vec<u32> = self.targets[p]
+                .iter()
+                .filter(|t| {
+                    t.exact.as_ref().is_none_or(|x| {
+                        x == exact_key.get_or_insert_with(|| normalize_term_keep_case(&text[s..e]))
+                    })
+                })
+                .map(|t| t.concept)
+                .collect();
+            if concepts.is_empty() {
+                continue;
+            }
+            taken.insert(s, e);
             for concept in concepts {
                 links.push(Link {
                     concept,

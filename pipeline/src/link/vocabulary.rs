@@ -4,6 +4,8 @@ use std::collections::HashMap;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 
+use agrag_engine::format::normalize::normalize_term;
+
 use crate::error::{PipelineError, Result};
 
 /// File of concepts inside a vocabulary folder.
@@ -207,8 +209,9 @@ impl Vocabulary {
 
 /// Term string → concept, for resolving heading names such as a document's own `mesh` field.
 ///
-/// Lookup ignores case. A preferred term wins over a synonym; among synonyms the first concept
-/// in file order wins.
+/// Terms are compared by their [`normalize_term`] key (case, Unicode form and spacing
+/// ignored), as the engine looks up query terms. A preferred term wins over a synonym; among
+/// synonyms the first concept in file order wins.
 #[derive(Debug, Clone)]
 pub struct TermIndex {
     map: HashMap<String, u32>,
@@ -220,18 +223,18 @@ impl TermIndex {
         let mut map: HashMap<String, u32> = HashMap::new();
         for (i, c) in vocab.concepts.iter().enumerate() {
             for s in &c.synonyms {
-                map.entry(s.to_lowercase()).or_insert(i as u32);
+                map.entry(normalize_term(s)).or_insert(i as u32);
             }
         }
         for (i, c) in vocab.concepts.iter().enumerate() {
-            map.insert(c.preferred_term.to_lowercase(), i as u32);
+            map.insert(normalize_term(&c.preferred_term), i as u32);
         }
         Self { map }
     }
 
     /// The concept named `term`, if any.
     pub fn get(&self, term: &str) -> Option<u32> {
-        self.map.get(&term.to_lowercase()).copied()
+        self.map.get(&normalize_term(term)).copied()
     }
 }
 

@@ -18,6 +18,8 @@ pub struct PassageRef<'a> {
     pub document_title: &'a str,
     /// Index of its document.
     pub document: u32,
+    /// Row of the passage in the run (0-based, `passages.parquet` order).
+    pub row: u32,
 }
 
 /// Everything a writer may use about one community.
@@ -56,6 +58,11 @@ pub struct Report {
     pub summary: String,
     /// Findings (sentences quoted from supporting passages).
     pub findings: Vec<String>,
+    /// Rows ([`PassageRef::row`]) of the passages the findings quote, or any other passage
+    /// whose words the embedded text carries. They are published as `report_sources`, and
+    /// theme search leaves the community out while one of them is hidden: its embedding
+    /// would otherwise let the hidden words find it.
+    pub quoted_passages: Vec<u32>,
     /// Importance: `ln(1 + supporting passages) + ln(1 + internal edge weight)`.
     pub rank: f64,
     /// The text that is embedded (title, members, summary, findings, source titles).
@@ -140,13 +147,13 @@ impl ReportWriter for ExtractiveReportWriter {
             summary.push_str(&format!(" Strongest links: {}.", links.join("; ")));
         }
         let lower_names: Vec<String> = ctx.members.iter().map(|m| m.1.to_lowercase()).collect();
-        let findings: Vec<String> = ctx
+        let (findings, quoted_passages): (Vec<String>, Vec<u32>) = ctx
             .passages
             .iter()
             .take(3)
-            .map(|(p, _)| best_sentence(p.text, &lower_names))
-            .filter(|s| !s.is_empty())
-            .collect();
+            .map(|(p, _)| (best_sentence(p.text, &lower_names), p.row))
+            .filter(|(s, _)| !s.is_empty())
+            .unzip();
         let mut sources: Vec<&str> = Vec::new();
         for (p, _) in &ctx.passages {
             if sources.len() == 5 {
@@ -182,6 +189,7 @@ impl ReportWriter for ExtractiveReportWriter {
             title,
             summary,
             findings,
+            quoted_passages,
             rank,
             full_content,
         })
@@ -311,12 +319,14 @@ mod tests {
                 position: 1,
                 document_title: "Q1?",
                 document: 0,
+                row: 0,
             },
             PassageRef {
                 text: "After myocardial infarction, mortality rises.",
                 position: 0,
                 document_title: "Q2?",
                 document: 1,
+                row: 1,
             },
         ];
         let entity_passages = vec![vec![0], vec![0, 1], vec![1]];

@@ -32,6 +32,7 @@ pub(crate) fn fixture_config(root: &Path) -> RunConfig {
         embedder: Arc::new(HashEmbedder::default()),
         report_writer: Arc::new(ExtractiveReportWriter),
         progress: false,
+        allow_empty: false,
     }
 }
 

@@ -44,6 +44,7 @@ fn publish(root: &Path, documents: PathBuf, embedder: Arc<dyn Embedder>) -> Mani
         embedder,
         report_writer: Arc::new(ExtractiveReportWriter),
         progress: false,
+        allow_empty: false,
     };
     let summary = run(&cfg).unwrap();
     Manifest::read(&Layout::new(root).run_dir(&summary.run_id)).unwrap()

@@ -7,6 +7,10 @@ mod e2e;
 mod embedder;
 // Linking quality: exact F1 of the `concept` field against the corpus's MeSH headings (floor).
 mod linking;
+// Input through the binary: gzip, byte-order marks, other encodings, ambiguous and empty
+// passages, HTML entities and Unicode forms, an empty run, detect-graph's output over its
+// input, leaves that cannot be split.
+mod input;
 // Community detection: quality bar vs igraph, connectivity, hierarchy, determinism, input policy.
 mod leiden;
 // Live visibility, scope and every status of search_themes on a real snapshot.

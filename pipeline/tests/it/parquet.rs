@@ -124,6 +124,13 @@ fn documented(file: &str, dim: usize) -> Vec<(&'static str, DataType)> {
             ("document_key", s()),
             ("embedding", fixed_list(Float32, dim)),
         ],
+        "concept_evidence" => vec![
+            ("document_key", s()),
+            ("concept_id", s()),
+            ("way", UInt32),
+            ("passage_id", s()),
+        ],
+        "report_sources" => vec![("community_id", UInt32), ("passage_id", s())],
         "concept_postings" => vec![
             ("node_field", s()),
             ("concept_id", s()),
@@ -232,10 +239,11 @@ fn check_parquet_metadata(path: &Path, run_id: &str) {
 }
 
 /// Every documented table, Parquet and (for the embeddings) Arrow IPC; runs written since the
-/// postings were precomputed also hold `concept_postings.arrow` (the golden run predates it).
+/// postings were precomputed also hold `concept_postings.arrow`, and runs written since
+/// visibility reached concept evidence and report sources hold those two tables (the golden
+/// run predates all three).
 fn assert_all_tables(checked: &[String], with_postings: bool) {
     let mut names: Vec<&str> = checked.iter().map(String::as_str).collect();
-    names.retain(|n| with_postings || *n != "concept_postings.arrow");
     names.sort_unstable();
     let mut want = vec![
         "communities.parquet",
@@ -255,7 +263,11 @@ fn assert_all_tables(checked: &[String], with_postings: bool) {
         "reports.parquet",
     ];
     if with_postings {
-        want.push("concept_postings.arrow");
+        want.extend([
+            "concept_postings.arrow",
+            "concept_evidence.parquet",
+            "report_sources.parquet",
+        ]);
         want.sort_unstable();
     }
     assert_eq!(names, want);
@@ -276,6 +288,7 @@ fn every_file_of_a_fresh_run_opens_as_documented() {
         embedder: Arc::new(HashEmbedder::default()),
         report_writer: Arc::new(ExtractiveReportWriter),
         progress: false,
+        allow_empty: false,
     };
     let summary = run(&cfg).unwrap();
     let run_dir = Layout::new(&cfg.root).run_dir(&summary.run_id);

@@ -195,7 +195,8 @@ fn a_deleted_document_appears_nowhere_and_leaves_the_next_graph() {
         );
         assert!(e.text.is_none());
     }
-    // The next run leaves its passages out of the graph; a hidden passage stays in.
+    // The next run leaves its passages out of the graph; a hidden passage stays among the
+    // run's passages (unhiding it works at once) but leaves the graph and the reports.
     let other_row = (0..snap.entity_names.len())
         .flat_map(|e| snap.entity_passages.row(e).iter().copied())
         .find(|&p| snap.passage_document[p as usize] != d)
@@ -222,7 +223,15 @@ fn a_deleted_document_appears_nowhere_and_leaves_the_next_graph() {
         );
     }
     let hidden = snap.passage_index(&other).unwrap();
-    assert!((0..snap.entity_names.len()).any(|e| snap.entity_passages.row(e).contains(&hidden)));
+    assert!(!snap.passage_text[hidden as usize].is_empty());
+    assert!((0..snap.entity_names.len()).all(|e| !snap.entity_passages.row(e).contains(&hidden)));
+    assert!(snap.passage_quoted_by.row(hidden as usize).is_empty());
+    assert!(
+        (0..snap.num_communities()).any(|c| !snap.report_sources.row(c).is_empty()),
+        "reports name the passages they quote"
+    );
+    // Nothing the hidden passage fed is withdrawn from theme search: it fed nothing.
+    assert!(view.withdrawn().communities.is_empty());
 }
 
 #[test]
@@ -398,4 +407,89 @@ fn a_one_document_scope_names_only_members_its_passages_mention() {
             );
         }
     }
+}
+
+/// On the real corpus, with the real linker's evidence: hiding a passage withdraws at once the
+/// concepts only it justified and the words only it holds from its document, and keeps the
+/// rest of the document findable.
+#[test]
+fn a_hidden_passage_no_longer_finds_its_document_by_its_own_concepts_or_words() {
+    use agrag_engine::{ConceptRequest, ConceptSelector};
+    let dir = tempfile::tempdir().unwrap();
+    run(&config(dir.path())).unwrap();
+    let engine = Engine::open(dir.path(), EngineConfig::default()).unwrap();
+    let view = engine.view().unwrap();
+    let snap = view.snapshot().unwrap().clone();
+    let evidence = snap
+        .concept_evidence
+        .as_ref()
+        .expect("a new run has evidence");
+    // A passage with a concept that only it justifies in its document, and a word that
+    // occurs nowhere else in the document, while another concept stays.
+    let words = |t: &str| -> HashSet<String> {
+        t.split(|c: char| !c.is_alphanumeric())
+            .filter(|w| w.len() >= 6 && w.chars().all(|c| c.is_ascii_lowercase()))
+            .map(str::to_owned)
+            .collect()
+    };
+    let mut found = None;
+    'docs: for d in 0..snap.num_documents() as u32 {
+        let rows = snap.document_passages.row(d as usize);
+        for &p in rows {
+            let before: Vec<u32> = evidence.supported_concepts(d, |_| false).collect();
+            let after: Vec<u32> = evidence.supported_concepts(d, |q| q == p).collect();
+            let Some(&only) = before.iter().find(|c| !after.contains(c)) else {
+                continue;
+            };
+            let Some(&stays) = after.first() else {
+                continue;
+            };
+            let mut elsewhere = words(&snap.document_titles[d as usize]);
+            for &q in rows.iter().filter(|&&q| q != p) {
+                elsewhere.extend(words(&snap.passage_text[q as usize]));
+            }
+            if let Some(w) = words(&snap.passage_text[p as usize])
+                .into_iter()
+                .filter(|w| !elsewhere.contains(w))
+                .min()
+            {
+                found = Some((d, p, only, stays, w));
+                break 'docs;
+            }
+        }
+    }
+    let (d, p, only, stays, word) = found.expect("the fixture has such a passage");
+    let key = snap.document_keys[d as usize].clone();
+    let id = |c: u32| snap.vocabulary.concept_ids[c as usize].clone();
+    let docs_of = |req: &ConceptRequest| -> Vec<String> {
+        let mut req = req.clone();
+        req.sample = 1000;
+        engine
+            .find_by_meaning(&req)
+            .unwrap()
+            .sample
+            .into_iter()
+            .map(|h| h.document_key)
+            .collect()
+    };
+    let by_concept = ConceptRequest::new(ConceptSelector::Concept(id(only)));
+    let by_word = ConceptRequest {
+        keyword: Some(word.clone()),
+        ..ConceptRequest::new(ConceptSelector::Concept(id(stays)))
+    };
+    assert!(docs_of(&by_concept).contains(&key));
+    assert!(docs_of(&by_word).contains(&key), "{word}");
+
+    engine
+        .set_visibility(
+            Target::Passage,
+            &snap.passage_ids[p as usize],
+            Visibility::Hidden,
+            None,
+        )
+        .unwrap();
+    assert!(!docs_of(&by_concept).contains(&key), "{}", id(only));
+    assert!(!docs_of(&by_word).contains(&key), "{word}");
+    let still = ConceptRequest::new(ConceptSelector::Concept(id(stays)));
+    assert!(docs_of(&still).contains(&key), "{}", id(stays));
 }
