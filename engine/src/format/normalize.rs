@@ -56,6 +56,15 @@ pub fn normalize_text(s: &str) -> Cow<'_, str> {
 /// Appends the matching key of one character (its NFKC form, lower-cased when `lower`) to
 /// `out`; white space becomes `' '`. Never appends nothing.
 fn fold_char(c: char, lower: bool, out: &mut String) {
+    if c.is_ascii() {
+        // NFKC leaves ASCII as it is.
+        out.push(match c {
+            c if c.is_whitespace() => ' ',
+            c if lower => c.to_ascii_lowercase(),
+            c => c,
+        });
+        return;
+    }
     for k in std::iter::once(c).nfkc() {
         if k.is_whitespace() {
             out.push(' ');

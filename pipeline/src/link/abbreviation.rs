@@ -95,8 +95,9 @@ fn best_long_form(short: &str, candidate: &str) -> Option<usize> {
 /// Every abbreviation definition in `text`, in text order.
 ///
 /// # Complexity
-/// * Time: **O(n)** per parenthesis over a bounded window; **O(n · p)** overall for `p`
-///   parentheses.
+/// * Time: **O(n)**: the look-back from a parenthesis stops at the previous parenthesis (a
+///   sentence boundary), and the look-ahead at the next one, so every byte is read a bounded
+///   number of times.
 pub fn find_definitions(text: &str) -> Vec<Definition> {
     let mut out = Vec::new();
     for (open, _) in text.match_indices('(') {
@@ -153,29 +154,65 @@ pub fn find_definitions(text: &str) -> Vec<Definition> {
 
 /// Byte spans of the whole-word, case-sensitive occurrences of `short` (or its plural
 /// `short` + `s`) in `text`.
+#[cfg(test)]
 pub fn occurrences(text: &str, short: &str) -> Vec<(usize, usize)> {
-    let alnum_before = |i: usize| {
-        text[..i]
-            .chars()
-            .next_back()
-            .is_some_and(char::is_alphanumeric)
+    occurrences_of_each(text, &[short])
+        .pop()
+        .unwrap_or_default()
+}
+
+/// For each of `shorts`, the byte spans of its whole-word, case-sensitive occurrences (or of
+/// its plural, the short form + `s`) in `text`, in text order. Occurrences of one short form
+/// are found left to right without overlapping each other (as [`str::match_indices`] does).
+///
+/// # Complexity
+/// * Time: **O(n + m)** for `m` raw matches: one Aho-Corasick scan for all short forms, not one
+///   scan per short form.
+pub fn occurrences_of_each(text: &str, shorts: &[&str]) -> Vec<Vec<(usize, usize)>> {
+    let mut out = vec![Vec::new(); shorts.len()];
+    if shorts.is_empty() {
+        return out;
+    }
+    let Ok(automaton) = aho_corasick::AhoCorasick::new(shorts) else {
+        // Only a pathological pattern set fails to build; fall back to one scan per form.
+        for (found, short) in out.iter_mut().zip(shorts) {
+            *found = text
+                .match_indices(short)
+                .filter_map(|(s, m)| whole_word(text, s, s + m.len()))
+                .collect();
+        }
+        return out;
     };
-    let alnum_at = |i: usize| text[i..].chars().next().is_some_and(char::is_alphanumeric);
-    let mut out = Vec::new();
-    for (s, m) in text.match_indices(short) {
-        if alnum_before(s) {
+    // Where the next match of each form may start: matches of one form do not overlap.
+    let mut next = vec![0usize; shorts.len()];
+    for m in automaton.find_overlapping_iter(text) {
+        let p = m.pattern().as_usize();
+        if m.start() < next[p] {
             continue;
         }
-        let mut e = s + m.len();
-        if text[e..].starts_with('s') && !alnum_at(e + 1) {
-            e += 1;
+        next[p] = m.end();
+        if let Some(span) = whole_word(text, m.start(), m.end()) {
+            out[p].push(span);
         }
-        if alnum_at(e) {
-            continue;
-        }
-        out.push((s, e));
     }
     out
+}
+
+/// The span `s..e` of a match, widened by a plural `s`, if it is a whole word.
+fn whole_word(text: &str, s: usize, e: usize) -> Option<(usize, usize)> {
+    let alnum_at = |i: usize| text[i..].chars().next().is_some_and(char::is_alphanumeric);
+    if text[..s]
+        .chars()
+        .next_back()
+        .is_some_and(char::is_alphanumeric)
+    {
+        return None;
+    }
+    let mut e = e;
+    if text[e..].starts_with('s') && !alnum_at(e + 1) {
+        e += 1;
+    }
+    (!alnum_at(e)).then_some((s, e))
 }
 
 #[cfg(test)]
@@ -251,5 +288,22 @@ mod tests {
     fn occurrences_are_whole_words_with_plural() {
         let t = "PCD and PCDs but not EPCD or PCDx; (PCD).";
         assert_eq!(occurrences(t, "PCD"), vec![(0, 3), (8, 12), (36, 39)]);
+    }
+
+    #[test]
+    fn occurrences_of_each_form_are_found_in_one_scan() {
+        let t = "PCD and PCDs, A-A-A and HD; HDs of PCD-HD (HD).";
+        let shorts = ["PCD", "HD", "A-A", "PCD-HD"];
+        let each = occurrences_of_each(t, &shorts);
+        for (short, found) in shorts.iter().zip(&each) {
+            let one: Vec<(usize, usize)> = t
+                .match_indices(short)
+                .filter_map(|(s, m)| whole_word(t, s, s + m.len()))
+                .collect();
+            assert_eq!(found, &one, "{short}");
+        }
+        // "A-A" in "A-A-A" is found once, as match_indices finds it, not twice.
+        assert_eq!(each[2].len(), 1);
+        assert_eq!(each[1].len(), 4);
     }
 }

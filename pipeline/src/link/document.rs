@@ -30,7 +30,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use serde::Serialize;
 
-use super::abbreviation::{find_definitions, occurrences};
+use super::abbreviation::{find_definitions, occurrences_of_each};
 use super::age::{AGE_GROUPS, AGE_WORDS, age_intervals, groups_overlapping};
 use super::tags::{
     ANIMAL_WORDS, BOTH_SEXES_WORDS, DESIGN_RULES, FEMALE_WORDS, HUMAN_WORDS, MALE_WORDS,
@@ -672,16 +672,23 @@ fn count(links: &[Link]) -> Vec<(u32, u32)> {
 /// form: the dictionary matches that end exactly where the long form ends (its head). A
 /// definition whose long form links to nothing is kept too: its uses then link to nothing,
 /// rather than to a dictionary acronym of another meaning.
+///
+/// `links[k]` are sorted by start (as [`Linker::find`] returns them), so the matches inside a
+/// long form are one binary search away: linear in the text overall.
 fn defined_abbreviations(segments: &[&str], links: &[Vec<Link>]) -> Vec<Abbreviation> {
     let mut out: Vec<Abbreviation> = Vec::new();
+    let mut seen: HashSet<String> = HashSet::new();
     for (k, text) in segments.iter().enumerate() {
         for d in find_definitions(text) {
-            if out.iter().any(|a| a.short == d.short) {
+            if seen.contains(&d.short) {
                 continue;
             }
-            let mut concepts: Vec<u32> = links[k]
+            seen.insert(d.short.clone());
+            let from = links[k].partition_point(|l| l.start < d.long_start);
+            let mut concepts: Vec<u32> = links[k][from..]
                 .iter()
-                .filter(|l| l.start >= d.long_start && l.end == d.long_end)
+                .take_while(|l| l.start < d.long_end)
+                .filter(|l| l.end == d.long_end)
                 .map(|l| l.concept)
                 .collect();
             concepts.sort_unstable();
@@ -700,10 +707,13 @@ fn defined_abbreviations(segments: &[&str], links: &[Vec<Link>]) -> Vec<Abbrevia
 /// Uses of the abbreviations in segment `k`: `(start, end, concepts, defining segment)`. The short form inside
 /// its own defining parentheses gets no concept (the long form before it already counts),
 /// but still hides any dictionary match there.
+///
+/// One scan of the text finds the uses of every abbreviation ([`occurrences_of_each`]).
 fn abbreviation_uses(text: &str, k: usize, abbreviations: &[Abbreviation]) -> Vec<Use> {
     let mut uses = Vec::new();
-    for a in abbreviations {
-        for (s, e) in occurrences(text, &a.short) {
+    let shorts: Vec<&str> = abbreviations.iter().map(|a| a.short.as_str()).collect();
+    for (a, found) in abbreviations.iter().zip(occurrences_of_each(text, &shorts)) {
+        for (s, e) in found {
             let defining = a.segment == k && a.paren.0 <= s && e <= a.paren.1;
             let concepts = if defining {
                 Vec::new()
@@ -722,22 +732,41 @@ type Use = (usize, usize, Vec<u32>, usize);
 /// Rewrites `links` for abbreviation uses: a dictionary match inside (or across) a use is
 /// dropped and the use links to its long form's concepts (those `keep` accepts). A longer
 /// match that contains the use ("HIV Infections" around "HIV") stays, and the use adds
-/// nothing. Returns the links added.
+/// nothing. Uses are applied in order: a match dropped by one use no longer contains a later
+/// one. Returns the links added.
+///
+/// `links` are as [`Linker::find`] returns them: sorted by start, and spans never overlap
+/// (several concepts may share one span), so their ends are sorted too and the links a use
+/// overlaps are one run of them, found by binary search.
+///
+/// # Complexity
+/// * Time: **O((u + l) log l)** for `u` uses and `l` links (uses overlap few links each).
 fn apply_uses(
     links: &mut Vec<Link>,
     uses: &[Use],
     keep: impl Fn(u32) -> bool,
 ) -> Vec<(Link, usize)> {
+    debug_assert!(
+        links
+            .windows(2)
+            .all(|w| w[0].end <= w[1].start || (w[0].start, w[0].end) == (w[1].start, w[1].end)),
+        "links overlap"
+    );
     let mut added: Vec<(Link, usize)> = Vec::new();
+    let mut dropped = vec![false; links.len()];
     for (s, e, concepts, defined_in) in uses {
         let (s, e, defined_in) = (*s, *e, *defined_in);
-        let contained = links
-            .iter()
-            .any(|l| l.start <= s && e <= l.end && l.end - l.start > e - s);
+        // The links overlapping `s..e`: those ending after `s` and starting before `e`.
+        let from = links.partition_point(|l| l.end <= s);
+        let to = from + links[from..].partition_point(|l| l.start < e);
+        let contained = (from..to).any(|i| {
+            let l = &links[i];
+            !dropped[i] && l.start <= s && e <= l.end && l.end - l.start > e - s
+        });
         if contained {
             continue;
         }
-        links.retain(|l| !(l.start < e && s < l.end));
+        dropped[from..to].fill(true);
         for &c in concepts {
             if keep(c) {
                 added.push((
@@ -751,6 +780,11 @@ fn apply_uses(
             }
         }
     }
+    let mut i = 0;
+    links.retain(|_| {
+        i += 1;
+        !dropped[i - 1]
+    });
     links.extend(added.iter().map(|(l, _)| *l));
     links.sort_by_key(|l| (l.start, l.concept));
     added

@@ -593,6 +593,51 @@ mod tests {
     }
 
     #[test]
+    fn unicode_forms_spacing_and_case_match_like_queries() {
+        let c = |id: &str, t: &str| Concept {
+            id: id.into(),
+            preferred_term: t.into(),
+            synonyms: vec![],
+        };
+        let v = Vocabulary::from_parts(
+            vec![
+                c("M", "Ménière Disease"),
+                c("F", "Fibrosis"),
+                c("I", "Myocardial Infarction"),
+                c("W", "WHO"),
+            ],
+            &[],
+            "v".into(),
+        )
+        .unwrap();
+        let l = Linker::new(&v, &LinkConfig::default()).unwrap();
+        // Stored text is NFC (ingest); the ligature, the full-width letters, the upper case
+        // of a non-ASCII term and the line break fold to the terms' keys.
+        let text = "MÉNIÈRE disease, ﬁbrosis and a Myocardial\n  infarction; ＷＨＯ but not who.";
+        let found: Vec<(&str, &str)> = l
+            .find(text)
+            .iter()
+            .map(|k| {
+                (
+                    v.concepts[k.concept as usize].id.as_str(),
+                    &text[k.start..k.end],
+                )
+            })
+            .collect();
+        assert_eq!(
+            found,
+            vec![
+                ("M", "MÉNIÈRE disease"),
+                ("F", "ﬁbrosis"),
+                ("I", "Myocardial\n  infarction"),
+                ("W", "ＷＨＯ"),
+            ]
+        );
+        // Not the tail of a folded character, nor inside a word.
+        assert!(l.find("ﬃbrosis").is_empty());
+    }
+
+    #[test]
     fn plural_variants() {
         assert_eq!(plural_variant("Statins").as_deref(), Some("Statin"));
         assert_eq!(plural_variant("Therapy").as_deref(), Some("Therapies"));

@@ -11,6 +11,8 @@ mod linking;
 // passages, HTML entities and Unicode forms, an empty run, detect-graph's output over its
 // input, leaves that cannot be split.
 mod input;
+// A long passage links in time linear in its length (by scaling, no time target).
+mod long_passages;
 // Community detection: quality bar vs igraph, connectivity, hierarchy, determinism, input policy.
 mod leiden;
 // Live visibility, scope and every status of search_themes on a real snapshot.
