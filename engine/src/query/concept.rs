@@ -16,7 +16,9 @@
 //!    or a min-max normalized weighted sum).
 //! 5. Without clauses every filtered document matches; `query`, when given, ranks them by BM25
 //!    (documents the query does not hit follow, in document-key order) and never narrows.
-//!    Without `query` the order is ascending `document_key`.
+//!    Without `query` the order is closeness: documents about the asked concept itself first,
+//!    then those about concepts one hop away along the expansion, and so on, ascending
+//!    `document_key` within a hop; the answer says so, and each hit gives its `hops`.
 //! 6. The answer gives the total count and a sample of at most `sample` documents, the
 //!    direction as text, the resolved and expanded concepts, and the coverage line
 //!    "N of M documents in `<index>` are linked to any concept (P%)…" over the visible in-scope
@@ -197,6 +199,10 @@ pub struct ConceptHit {
     pub score: Option<f32>,
     /// Concepts of the expanded set that the document's field holds.
     pub matched: Vec<String>,
+    /// Hops from the asked concept to the nearest concept of `matched` along the expansion
+    /// (0: the document is about the asked concept itself; 1: about a concept one step
+    /// broader, or narrower when expanding downwards; …).
+    pub hops: u32,
 }
 
 /// The answer of a concept search.
@@ -222,8 +228,9 @@ pub struct ConceptAnswer {
     pub total: u64,
     /// At most `sample` documents, ranked.
     pub sample: Vec<ConceptHit>,
-    /// What ordered the sample: `query`, `keyword`, `vector`, `rrf`, `weighted_sum` or
-    /// `document_key`.
+    /// What ordered the sample: `query`, `keyword`, `vector`, `rrf`, `weighted_sum`, or
+    /// `closeness` (documents about the asked concept first, then by hops along the expansion,
+    /// then by document key).
     pub ranked_by: String,
     /// Coverage, or null when it cannot be obtained.
     pub coverage: Option<Coverage>,
@@ -273,15 +280,37 @@ pub fn expand(
     direction: Direction,
     depth: Option<usize>,
 ) -> Option<Vec<u32>> {
+    let mut v: Vec<u32> = expand_by_hops(snap, start, relation, direction, depth)?
+        .into_iter()
+        .flatten()
+        .collect();
+    v.sort_unstable();
+    Some(v)
+}
+
+/// As [`expand`], grouped by the number of hops from `start` (breadth first): group 0 holds
+/// `start` itself, group `h` the concepts first reached after `h` hops; each group sorted.
+pub fn expand_by_hops(
+    snap: &Snapshot,
+    start: &[u32],
+    relation: &str,
+    direction: Direction,
+    depth: Option<usize>,
+) -> Option<Vec<Vec<u32>>> {
     let h = snap.concept_index.relations.get(relation)?;
     let next = match direction {
         Direction::Forward => &h.parents,
         Direction::Reverse => &h.children,
     };
     let mut seen: HashSet<u32> = start.iter().copied().collect();
-    let mut frontier: Vec<u32> = start.to_vec();
-    let mut hops = 0;
-    while !frontier.is_empty() && depth.is_none_or(|d| hops < d) {
+    let mut frontier: Vec<u32> = seen.iter().copied().collect();
+    frontier.sort_unstable();
+    let mut groups = Vec::new();
+    while !frontier.is_empty() {
+        groups.push(frontier.clone());
+        if depth.is_some_and(|d| groups.len() > d) {
+            break;
+        }
         let mut new = Vec::new();
         for &c in &frontier {
             for &n in next.row(c as usize) {
@@ -290,12 +319,10 @@ pub fn expand(
                 }
             }
         }
+        new.sort_unstable();
         frontier = new;
-        hops += 1;
     }
-    let mut v: Vec<u32> = seen.into_iter().collect();
-    v.sort_unstable();
-    Some(v)
+    Some(groups)
 }
 
 /// Outcome of the pure part of the search (after the selector resolved).
@@ -410,14 +437,16 @@ pub(crate) fn search(
         a.run_id = Some(snap.run_id().to_owned());
         return a;
     };
-    let expanded = expand(
+    let by_hops = expand_by_hops(
         snap,
         &resolved.concepts,
         &req.relation,
         req.direction,
         req.depth,
     )
-    .unwrap_or_else(|| resolved.concepts.clone());
+    .unwrap_or_else(|| vec![resolved.concepts.clone()]);
+    let mut expanded: Vec<u32> = by_hops.iter().flatten().copied().collect();
+    expanded.sort_unstable();
     // Visible in-scope documents.
     let mut allowed = RoaringBitmap::new();
     allowed.insert_range(0..snap.num_documents() as u32);
@@ -504,7 +533,7 @@ pub(crate) fn search(
     let keyword = keyword.as_ref();
 
     // Clauses.
-    let mut ranked_by = "document_key";
+    let mut ranked_by = "closeness";
     let mut scored: Option<Vec<(u32, f32)>> = None;
     let clauses: Vec<&Scores> = keyword.into_iter().chain(vector).collect();
     if !clauses.is_empty() {
@@ -576,6 +605,25 @@ pub(crate) fn search(
         );
     }
     let total = filter.len();
+    // The concepts of the expanded set that document `d` holds (withdrawn ones left out),
+    // with the hops from the asked concept to the nearest of them.
+    let held = |d: u32| -> (Vec<u32>, usize) {
+        let still: Option<Vec<u32>> =
+            (by_evidence && withdrawn.partial_documents.contains(d)).then(|| readable(d));
+        let mut nearest = usize::MAX;
+        let mut held = Vec::new();
+        for (h, group) in by_hops.iter().enumerate() {
+            for &c in group {
+                if postings.get(&c).is_some_and(|b| b.contains(d))
+                    && still.as_ref().is_none_or(|s| s.binary_search(&c).is_ok())
+                {
+                    nearest = nearest.min(h);
+                    held.push(c);
+                }
+            }
+        }
+        (held, nearest)
+    };
     let sample: Vec<(u32, Option<f32>)> = match scored {
         Some(mut v) => {
             v.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
@@ -584,18 +632,69 @@ pub(crate) fn search(
                 .map(|(d, s)| (d, Some(s)))
                 .collect()
         }
-        None => filter.iter().take(req.sample).map(|d| (d, None)).collect(),
+        None => {
+            // Closeness: documents about the asked concept itself first, then those reached
+            // through one hop, and so on; by document key within a hop. One union of postings
+            // per hop, so the cost follows the sample, not the match count.
+            let mut listed: Vec<(u32, Option<f32>)> = Vec::with_capacity(req.sample);
+            let mut seen = RoaringBitmap::new();
+            // Partly hidden documents whose concept at the hop they were met was withdrawn,
+            // by the hop of the nearest concept they still hold.
+            let mut deferred: Vec<(usize, u32)> = Vec::new();
+            for (h, group) in by_hops.iter().enumerate() {
+                if listed.len() == req.sample {
+                    break;
+                }
+                let mut at: RoaringBitmap = group
+                    .iter()
+                    .filter_map(|c| postings.get(c))
+                    .collect::<Vec<_>>()
+                    .into_iter()
+                    .union();
+                at &= &filter;
+                at -= &seen;
+                let mut here: RoaringBitmap = deferred
+                    .iter()
+                    .filter(|(dh, _)| *dh == h)
+                    .map(|&(_, d)| d)
+                    .collect();
+                // Documents come in key order: once `needed` of them are in, no later one can
+                // be listed before them at this hop.
+                let needed = req.sample - listed.len();
+                let mut taken = 0usize;
+                for d in &at {
+                    if taken == needed {
+                        break;
+                    }
+                    let partial = by_evidence && withdrawn.partial_documents.contains(d);
+                    if !partial
+                        || snap
+                            .concept_evidence
+                            .as_ref()
+                            .is_some_and(|ev| ev.supports(d, group, |p| hidden.contains(p)))
+                    {
+                        here.insert(d);
+                        taken += 1;
+                    } else {
+                        deferred.push((held(d).1, d));
+                    }
+                    seen.insert(d);
+                }
+                listed.extend(
+                    here.iter()
+                        .take(req.sample - listed.len())
+                        .map(|d| (d, None)),
+                );
+            }
+            listed
+        }
     };
-    let expanded_set: HashSet<u32> = expanded.iter().copied().collect();
     let sample: Vec<ConceptHit> = sample
         .into_iter()
         .map(|(d, score)| {
-            let still: Option<Vec<u32>> =
-                (by_evidence && withdrawn.partial_documents.contains(d)).then(|| readable(d));
-            let mut matched: Vec<String> = expanded_set
+            let (concepts, nearest) = held(d);
+            let mut matched: Vec<String> = concepts
                 .iter()
-                .filter(|c| postings.get(c).is_some_and(|b| b.contains(d)))
-                .filter(|c| still.as_ref().is_none_or(|s| s.binary_search(c).is_ok()))
                 .map(|&c| snap.vocabulary.concept_ids[c as usize].clone())
                 .collect();
             matched.sort();
@@ -604,9 +703,11 @@ pub(crate) fn search(
                 title: snap.document_titles[d as usize].clone(),
                 score,
                 matched,
+                hops: u32::try_from(nearest).unwrap_or(u32::MAX),
             }
         })
         .collect();
+    let num_about_itself = sample.iter().filter(|h| h.hops == 0).count();
 
     let linked = idx.linked.get(&req.node_field).map_or(0, |b| {
         let mut n = b.intersection_len(&allowed);
@@ -657,6 +758,15 @@ pub(crate) fn search(
         req.node_field,
         if sample.is_empty() {
             String::new()
+        } else if ranked_by == "closeness" {
+            format!(
+                "; {} listed, documents about the concept itself first ({num_about_itself} of them), then those about {} concepts, nearest first, each by document_key",
+                sample.len(),
+                match req.direction {
+                    Direction::Forward => "broader",
+                    Direction::Reverse => "narrower",
+                }
+            )
         } else {
             format!("; {} listed, ranked by {ranked_by}", sample.len())
         },

@@ -65,7 +65,17 @@ fn dog_finds_dog_canine_and_mammal_but_not_poodle() {
         .unwrap();
     assert_eq!(a.status, ConceptStatus::Ok);
     assert_eq!(a.total, 3);
-    assert_eq!(keys(&a), vec!["d-canine", "d-dog", "d-mammal"]);
+    // Documents about the dog itself first, then the broader canine and mammal, nearest first.
+    assert_eq!(keys(&a), vec!["d-dog", "d-canine", "d-mammal"]);
+    let hops: Vec<u32> = a.sample.iter().map(|h| h.hops).collect();
+    assert_eq!(hops, [0, 1, 2]);
+    assert_eq!(a.ranked_by, "closeness");
+    assert!(
+        a.text
+            .contains("documents about the concept itself first (1 of them), then those about broader concepts, nearest first"),
+        "{}",
+        a.text
+    );
     assert_eq!(a.resolved[0].concept_id, "C3");
     assert_eq!(a.expanded, vec!["C1", "C2", "C3"]);
     assert_eq!(a.direction_text, FORWARD_TEXT);
@@ -97,7 +107,7 @@ fn dog_finds_dog_canine_and_mammal_but_not_poodle() {
     r.depth = Some(1);
     assert_eq!(
         keys(&e.find_by_meaning(&r).unwrap()),
-        vec!["d-dog", "d-poodle"]
+        vec!["d-poodle", "d-dog"]
     );
 }
 
@@ -163,7 +173,7 @@ fn two_parents_are_both_walked() {
         .find_by_meaning(&ConceptRequest::new(ConceptSelector::Term("puppy".into())))
         .unwrap();
     assert_eq!(a.expanded, vec!["C1", "C2", "C3", "C6", "C7"]);
-    assert_eq!(keys(&a), vec!["d-canine", "d-dog", "d-mammal", "d-puppy"]);
+    assert_eq!(keys(&a), vec!["d-puppy", "d-dog", "d-canine", "d-mammal"]);
 }
 
 #[test]
@@ -296,4 +306,30 @@ fn two_hundred_thousand_documents_match_without_a_cap() {
         .find_by_meaning(&ConceptRequest::new(ConceptSelector::Term("dog".into())))
         .unwrap();
     assert_eq!(a.total, (n / 2) as u64);
+}
+
+/// Through the binary, as a user reads it: a small sample lists the documents about the asked
+/// concept before those about broader ones, and says so.
+#[test]
+fn the_sample_lists_the_concept_itself_before_broader_concepts() {
+    let dir = tempfile::tempdir().unwrap();
+    concept_run(dir.path(), DOCS, CONCEPTS, EDGES, ANNOTATIONS);
+    let run = |sample: &str| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_agrag-engine"))
+            .args(["concepts", "--term", "puppy", "--sample", sample, "--root"])
+            .arg(dir.path())
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let two = run("2");
+    let first = two.find("d-puppy").expect("the puppy document is listed");
+    let second = two.find("d-dog").expect("then the dog document");
+    assert!(first < second, "{two}");
+    assert!(!two.contains("d-mammal"), "{two}");
+    assert!(
+        two.contains("documents about the concept itself first (1 of them)"),
+        "{two}"
+    );
 }
