@@ -189,7 +189,7 @@ impl Engine {
         })();
         if let Ok(mut r) = self.not_ready_reason.lock() {
             *r = match &result {
-                Err(e) if self.snapshot.load().is_none() => Some(e.to_string()),
+                Err(e) if self.snapshot.load().is_none() => Some(with_causes(e)),
                 _ => None,
             };
         }
@@ -198,7 +198,7 @@ impl Engine {
                 (Err(e), Some(run_id)) => {
                     *r = Some(RefusedRun {
                         run_id,
-                        reason: e.to_string(),
+                        reason: with_causes(e),
                     });
                 }
                 (Ok(_), _) => *r = None,
@@ -211,7 +211,8 @@ impl Engine {
             tracing::warn!(
                 root = %self.layout.root().display(),
                 serving,
-                "reload refused: {e}"
+                "reload refused: {}",
+                with_causes(e)
             );
         }
         result
@@ -667,6 +668,19 @@ impl Engine {
     pub fn fetch_evidence(&self, ids: &[String]) -> Result<Vec<Evidence>> {
         Ok(evidence::fetch(&self.view()?, ids))
     }
+}
+
+/// An error's message followed by its causes' (`path: Permission denied (os error 13)`), for
+/// the reasons the engine keeps as text: an I/O error's message alone names only the path.
+fn with_causes(e: &EngineError) -> String {
+    let mut text = e.to_string();
+    let mut cause = std::error::Error::source(e);
+    while let Some(c) = cause {
+        text.push_str(": ");
+        text.push_str(&c.to_string());
+        cause = c.source();
+    }
+    text
 }
 
 /// The handle of a [`Engine::watch`] thread; dropping it stops the thread (and waits for it).

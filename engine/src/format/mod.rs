@@ -56,12 +56,18 @@ pub enum Verify {
 ///
 /// # Errors
 /// [`EngineError::Corrupt`] naming the first file that is missing, of another size, or (with
-/// [`Verify::Checksums`]) of another checksum; [`EngineError::Io`] when a file cannot be read.
+/// [`Verify::Checksums`]) of another checksum; [`EngineError::Io`] when a file cannot be read
+/// (permission denied, for instance).
 pub fn verify_run(dir: &Path, manifest: &Manifest, level: Verify) -> Result<()> {
     for entry in &manifest.files {
         let path = dir.join(&entry.name);
-        let meta = std::fs::metadata(&path).map_err(|e| {
-            EngineError::corrupt(&path, format!("listed in the manifest but unreadable: {e}"))
+        // A missing file is a damaged run; any other refusal (permission denied, say) is the
+        // operating system's, not the run's.
+        let meta = std::fs::metadata(&path).map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => {
+                EngineError::corrupt(&path, format!("listed in the manifest but missing: {e}"))
+            }
+            _ => EngineError::io(&path, e),
         })?;
         if meta.len() != entry.bytes {
             return Err(EngineError::corrupt(

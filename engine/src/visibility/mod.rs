@@ -12,7 +12,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use rusqlite::{Connection, OptionalExtension, params};
+use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
 use serde::Serialize;
 
 use crate::error::{EngineError, Result};
@@ -113,11 +113,65 @@ pub struct VisibilityStore {
 }
 
 impl VisibilityStore {
-    /// Opens (creating when absent) the store at `path`, in WAL mode.
+    /// Opens (creating when absent) the store at `path`, in WAL mode. An existing store that
+    /// cannot be opened for writing (a read-only mount) is opened for reading: its flags apply,
+    /// and [`set`](Self::set) fails.
     ///
     /// # Errors
     /// [`EngineError::Visibility`] when the file cannot be opened or is not a visibility store.
     pub fn open(path: &Path) -> Result<Self> {
+        match Self::open_writable(path) {
+            Ok(store) => Ok(store),
+            Err(e) => match path.is_file().then(|| Self::open_read_only(path)).flatten() {
+                Some(store) => Ok(store),
+                None => Err(e),
+            },
+        }
+    }
+
+    /// Opens an existing store that cannot be written, or `None`. First as a plain read-only
+    /// connection, which sees the changes of writers elsewhere; SQLite can do that for a WAL
+    /// database only while a writer keeps its `-shm` file, so without one the file is opened
+    /// as immutable: nothing can change it through this mount, and a change made elsewhere is
+    /// seen after a restart (said in a warning).
+    fn open_read_only(path: &Path) -> Option<Self> {
+        // A URI, so that its parameters can be given: `%`, `?` and `#` in the path are escaped.
+        let mut uri = String::from("file:");
+        for c in path.to_string_lossy().chars() {
+            match c {
+                '%' => uri.push_str("%25"),
+                '?' => uri.push_str("%3f"),
+                '#' => uri.push_str("%23"),
+                c => uri.push(c),
+            }
+        }
+        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY
+            | OpenFlags::SQLITE_OPEN_URI
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        for immutable in [false, true] {
+            let query = if immutable { "immutable=1" } else { "mode=ro" };
+            let Ok(conn) = Connection::open_with_flags(format!("{uri}?{query}"), flags) else {
+                continue;
+            };
+            let _ = conn.busy_timeout(Duration::from_secs(10));
+            let store = Self {
+                conn,
+                path: path.to_owned(),
+            };
+            if store.version().is_ok() {
+                if immutable {
+                    tracing::warn!(
+                        path = %path.display(),
+                        "the visibility store is read-only here: its flags apply, changes made elsewhere are seen after a restart"
+                    );
+                }
+                return Some(store);
+            }
+        }
+        None
+    }
+
+    fn open_writable(path: &Path) -> Result<Self> {
         let err = |e: rusqlite::Error| EngineError::Visibility {
             path: path.to_owned(),
             reason: e.to_string(),

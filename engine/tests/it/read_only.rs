@@ -4,7 +4,7 @@
 //! The tests run as root, whom `chmod` does not stop, so the read-only file system is a
 //! read-only bind mount. Where `mount` is not permitted the mount tests say so and pass; the
 //! unit tests of `text.rs` then still check that opening writes nothing and that permission
-//! errors are not reported as corruption.
+//! errors are not reported as corruption, and one test runs the engine as another user.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -174,4 +174,132 @@ fn read_only_runs_are_served_with_live_visibility() {
         "{}",
         text(&out)
     );
+}
+
+/// The whole root read-only with flags already set: they apply, and setting one fails with
+/// a message naming the store (exit 1) instead of pretending to succeed.
+#[test]
+fn a_read_only_root_applies_its_flags() {
+    let dir = tempfile::tempdir().unwrap();
+    let source = dir.path().join("source");
+    let mounted = dir.path().join("mounted");
+    std::fs::create_dir_all(&mounted).unwrap();
+    aspirin_root(&source);
+    let out = engine(
+        &source,
+        &[
+            "visibility",
+            "set",
+            "--document",
+            "d-heart",
+            "--state",
+            "hidden",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let Some(_mount) = ReadOnlyMount::new(&source, &mounted) else {
+        return;
+    };
+
+    let out = engine(&mounted, &["evidence", "d-heart#0", "d-pain#0"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("d-heart#0: not visible (hidden)"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("Aspirin relieves pain."), "{stdout}");
+
+    let out = engine(&mounted, &["concepts", "--term", "aspirin", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let answer: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(answer["total"], 1, "{answer}");
+
+    let out = engine(&mounted, &["visibility", "get", "--passage", "d-heart#0"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).starts_with("d-heart#0: hidden"),
+        "{}",
+        text(&out)
+    );
+
+    let out = engine(
+        &mounted,
+        &[
+            "visibility",
+            "set",
+            "--passage",
+            "d-pain#0",
+            "--state",
+            "hidden",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("visibility.sqlite"),
+        "{}",
+        text(&out)
+    );
+}
+
+/// A file the operating system refuses to read is reported as such (an I/O error naming it,
+/// `Permission denied`), never as a corrupt snapshot. Root reads everything, so the engine is
+/// run as `nobody` (through `setpriv`, from a hard link to the binary where `nobody` can reach
+/// it); where that is not possible the test says so and passes.
+#[test]
+fn a_permission_problem_is_not_reported_as_corruption() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let binary = dir.path().join("agrag-engine");
+    if std::fs::hard_link(env!("CARGO_BIN_EXE_agrag-engine"), &binary).is_err() {
+        eprintln!("note: cannot link the binary where another user can run it; not tested");
+        return;
+    }
+    let root = dir.path().join("root");
+    let run_id = aspirin_root(&root);
+    // Readable by everyone to begin with (tantivy writes some of its files owner-only).
+    let status = Command::new("chmod")
+        .args(["-R", "a+rX"])
+        .arg(&root)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let as_nobody = |args: &[&str]| {
+        Command::new("setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .arg(&binary)
+            .args(args)
+            .arg("--root")
+            .arg(&root)
+            .env_remove("AGRAG_ROOT")
+            .output()
+    };
+    match as_nobody(&["verify"]) {
+        Ok(o) if o.status.success() => {}
+        other => {
+            eprintln!("note: cannot run the engine as another user ({other:?}); not tested");
+            return;
+        }
+    }
+    let text_index = root.join("runs").join(&run_id).join("text_index");
+    std::fs::set_permissions(&text_index, std::fs::Permissions::from_mode(0o000)).unwrap();
+
+    let out = as_nobody(&["verify"]).unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(stderr.contains("Permission denied"), "{stderr}");
+    assert!(
+        stderr.contains(&text_index.display().to_string()),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("corrupt"), "{stderr}");
+
+    // A query says why no run is served, in the same terms.
+    let out = as_nobody(&["evidence", "d-pain#0"]).unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(stdout.contains("Permission denied"), "{stdout}");
+    assert!(!stdout.contains("corrupt"), "{stdout}");
+    std::fs::set_permissions(&text_index, std::fs::Permissions::from_mode(0o755)).unwrap();
 }
