@@ -253,7 +253,9 @@ fn parse_watch_interval(spec: &str) -> Result<WatchInterval, String> {
     if !(1.0..=MAX_WATCH_INTERVAL_MS).contains(&ms) {
         return Err("expected a duration from 1ms to 24h, or `off`".to_owned());
     }
-    Ok(WatchInterval(Some(Duration::from_millis(ms.round() as u64))))
+    Ok(WatchInterval(Some(
+        Duration::from_millis(ms.round() as u64),
+    )))
 }
 
 /// The root of a command that writes or lists visibility flags. A root that holds no snapshot
@@ -757,10 +759,11 @@ fn serve(
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    // A server's log is its operator's view (runs swapped in, reloads refused); a one-shot
-    // command prints only errors. RUST_LOG overrides both.
+    // A server's log is its operator's view (runs swapped in, reloads refused; rmcp's warning
+    // for every error answer it sends is left out); a one-shot command prints only errors.
+    // RUST_LOG overrides both.
     let default_filter = match cli.command {
-        Command::Serve { .. } => "warn,agrag_engine=info",
+        Command::Serve { .. } => "warn,rmcp=error,agrag_engine=info",
         _ => "error",
     };
     tracing_subscriber::fmt()

@@ -7,6 +7,11 @@
 //!   result with `isError: true`, the text `Invalid arguments. …` naming each bad field, and
 //!   the structured `{"error": "invalid_arguments", "errors": [{field, reason}]}`; no search
 //!   runs. An unknown tool is a JSON-RPC `invalid params` error (-32602) naming the tools.
+//! * Protocol errors are answered, never dropped ([`protocol`]): input that is not JSON gets
+//!   -32700 (over HTTP with status 400), JSON that is not a message -32600, a stdio line over
+//!   [`MAX_LINE_BYTES`] -32600, a `tools/call` whose `params`, `name` or `arguments` has the
+//!   wrong shape -32602 naming that field, and a request before `initialize` on stdio -32002
+//!   saying the session is not initialized.
 //! * Checked calls run on Tokio's blocking pool ([`ToolBox::call`]), so slow searches never
 //!   stall the protocol loop; results carry `structuredContent` (the library's answer, same
 //!   fields and statuses) and a short text rendering.
@@ -16,15 +21,20 @@
 use std::net::SocketAddr;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ErrorData,
-    Implementation, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
-    Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, CustomRequest,
+    CustomResult, ErrorData, Implementation, ListToolsResult, PaginatedRequestParams,
+    ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::RequestContext;
 use rmcp::{RoleServer, ServerHandler, ServiceExt};
 use serde_json::Value;
 
 use crate::tools::{ArgErrors, TOOLS, ToolBox, ToolOutput, check_arguments};
+
+mod protocol;
+mod stdio;
+
+pub use stdio::MAX_LINE_BYTES;
 
 /// The server: a [`ToolBox`] behind the MCP protocol. Cheap to clone (one per HTTP session).
 #[derive(Debug, Clone)]
@@ -116,19 +126,49 @@ impl ServerHandler for McpServer {
             })?;
         Ok(to_result(out).into())
     }
+
+    /// rmcp hands over as a "custom request" every request it cannot read as a method it
+    /// knows, including a known method whose params do not fit (a `tools/call` whose
+    /// `arguments` is an array, say): say which field, rather than "method not found".
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, ErrorData> {
+        Err(protocol::custom_request_error(
+            &request.method,
+            request.params.as_ref(),
+        ))
+    }
 }
 
-/// Serves MCP on stdin/stdout until the client closes stdin.
+/// Serves MCP on stdin/stdout until the client closes stdin. Every message line is checked
+/// before the protocol sees it (see the module docs): malformed, oversized and premature
+/// messages are answered with JSON-RPC errors, and the session goes on.
 ///
 /// # Errors
 /// An I/O error (the transport's message inside) when the session cannot start or ends abnormally.
 pub async fn serve_stdio(tools: ToolBox) -> std::io::Result<()> {
-    let running = McpServer::new(tools)
-        .serve(rmcp::transport::stdio())
+    let (stdin, stdout) = rmcp::transport::stdio();
+    let (transport, writer) = stdio::CheckedLines::spawn(stdin, stdout);
+    let session = async {
+        let running = McpServer::new(tools).serve(transport).await.map_err(|e| {
+            std::io::Error::other(format!("MCP stdio session could not start: {e}"))
+        })?;
+        running.waiting().await.map_err(std::io::Error::other)?;
+        Ok::<_, std::io::Error>(())
+    };
+    let result = session.await;
+    // The transport is gone: the writer ends once every answer is written.
+    let written = writer
         .await
-        .map_err(|e| std::io::Error::other(format!("MCP stdio session could not start: {e}")))?;
-    running.waiting().await.map_err(std::io::Error::other)?;
-    Ok(())
+        .map_err(|e| std::io::Error::other(format!("the stdout writer failed: {e}")))?;
+    result?;
+    // A client that closed its end of stdout is not an error of ours.
+    match written {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        other => other,
+    }
 }
 
 /// Largest request body the HTTP transport reads, in bytes (4 MiB).
@@ -158,10 +198,65 @@ async fn refuse_declared_oversize(
     }
 }
 
+/// Answers a JSON body that is not one JSON-RPC message with `400 Bad Request` and the
+/// JSON-RPC error (-32700 for input that is not JSON, -32600 for anything else that is not a
+/// message), where the transport would answer `415 Unsupported Media Type`. Bodies of other
+/// content types go on to the transport, which refuses them with `415`.
+async fn answer_malformed_json(
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    use axum::http::{StatusCode, header};
+    use axum::response::IntoResponse;
+    let is_json = request
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| {
+            v.split(';')
+                .next()
+                .is_some_and(|t| t.trim().eq_ignore_ascii_case("application/json"))
+        });
+    if request.method() != axum::http::Method::POST || !is_json {
+        return next.run(request).await;
+    }
+    let (parts, body) = request.into_parts();
+    let bytes = match axum::body::to_bytes(body, MAX_HTTP_BODY_BYTES).await {
+        Ok(b) => b,
+        Err(e) => {
+            return (
+                StatusCode::PAYLOAD_TOO_LARGE,
+                format!(
+                    "request body not read within the limit of {MAX_HTTP_BODY_BYTES} bytes: {e}"
+                ),
+            )
+                .into_response();
+        }
+    };
+    let rejected = match protocol::parse(&bytes).map(protocol::to_message) {
+        Err(e) | Ok(protocol::Checked::Reject(e)) => Some(e),
+        Ok(protocol::Checked::Message(_) | protocol::Checked::Ignore) => None,
+    };
+    if let Some(e) = rejected {
+        return (
+            StatusCode::BAD_REQUEST,
+            [(header::CONTENT_TYPE, "application/json")],
+            e.to_json().to_string(),
+        )
+            .into_response();
+    }
+    next.run(axum::extract::Request::from_parts(
+        parts,
+        axum::body::Body::from(bytes),
+    ))
+    .await
+}
+
 /// Serves MCP over streamable HTTP at `http://ADDR/mcp` until Ctrl-C. Prints the URL on
 /// stderr once listening. Requests whose `Host` is not loopback or the bound address are
 /// refused (DNS-rebinding protection); bodies over [`MAX_HTTP_BODY_BYTES`] are refused with
-/// `413`, before any of the body is read when the request declares its length.
+/// `413`, before any of the body is read when the request declares its length; a JSON body
+/// that is not a JSON-RPC message gets `400` with the JSON-RPC error.
 ///
 /// # Errors
 /// When `addr` cannot be bound, or the server fails.
@@ -191,6 +286,7 @@ pub async fn serve_http(tools: ToolBox, addr: SocketAddr) -> std::io::Result<()>
     );
     let router = axum::Router::new()
         .nest_service("/mcp", service)
+        .layer(axum::middleware::from_fn(answer_malformed_json))
         .layer(axum::middleware::from_fn(refuse_declared_oversize));
     eprintln!("agrag-engine MCP server listening on http://{local}/mcp");
     axum::serve(listener, router)

@@ -13,6 +13,9 @@ mod tools;
 // The MCP server over stdio: the real binary spoken to in JSON-RPC.
 #[cfg(feature = "mcp")]
 mod mcp_stdio;
+// The MCP server over streamable HTTP: protocol errors answered with 400 and JSON-RPC.
+#[cfg(feature = "mcp")]
+mod mcp_http;
 // Operations: reload and watcher, gc while served, damaged files refused, `verify`.
 mod ops;
 // Read-only snapshots: a read-only mount served and verified, writing nothing.

@@ -1,7 +1,9 @@
 //! `agrag-engine serve` over stdio, spoken to in raw JSON-RPC (issue 7): initialize,
 //! tools/list, tools/call for each tool with good and bad arguments, hostile input (a 1 MB
 //! query, deeply nested JSON, a line that is not JSON, an unknown tool, limit 10^12), and the
-//! server still answering afterwards.
+//! server still answering afterwards; protocol errors answered (not JSON, over the line
+//! limit, the wrong shape of `arguments`, a call before `initialize`), logs without colour
+//! codes, and a run published while serving answered without a restart.
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, Command, Stdio};
@@ -16,41 +18,64 @@ struct Server {
     child: Child,
     stdin: ChildStdin,
     lines: Receiver<String>,
+    /// What the server writes on stderr, line by line.
+    log: Receiver<String>,
     next_id: u64,
+}
+
+/// Sends each line of `from` to the returned receiver.
+fn line_channel(from: impl std::io::Read + Send + 'static) -> Receiver<String> {
+    let (tx, lines) = channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(from).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    lines
 }
 
 impl Server {
     fn start(root: &std::path::Path, env: &[(&str, &str)]) -> Self {
+        let mut s = Self::spawn(root, &[], env);
+        s.initialize();
+        s
+    }
+
+    /// Starts `serve ARGS` on `root` without speaking to it.
+    fn spawn(root: &std::path::Path, args: &[&str], env: &[(&str, &str)]) -> Self {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_agrag-engine"));
         cmd.arg("serve")
+            .args(args)
             .env("AGRAG_ROOT", root)
             .env_remove("MCP_SCOPE")
             .env_remove("MCP_MAX_HITS")
             .env_remove("AGRAG_CONFIG")
+            .env_remove("AGRAG_WATCH_INTERVAL")
+            .env_remove("RUST_LOG")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::null());
+            .stderr(Stdio::piped());
         for (k, v) in env {
             cmd.env(k, v);
         }
         let mut child = cmd.spawn().unwrap();
         let stdin = child.stdin.take().unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let (tx, lines) = channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        let mut s = Self {
+        let lines = line_channel(child.stdout.take().unwrap());
+        let log = line_channel(child.stderr.take().unwrap());
+        Self {
             child,
             stdin,
             lines,
+            log,
             next_id: 0,
-        };
+        }
+    }
+
+    fn initialize(&mut self) {
+        let s = self;
         let init = s.request(
             "initialize",
             json!({
@@ -68,7 +93,28 @@ impl Server {
             "{init}"
         );
         s.send_raw(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string());
-        s
+    }
+
+    /// The next line the server writes on stdout, as JSON.
+    fn next_line(&mut self) -> Value {
+        let line = self
+            .lines
+            .recv_timeout(Duration::from_secs(60))
+            .expect("the server answers within 60 s");
+        serde_json::from_str(&line).expect("the server writes JSON lines")
+    }
+
+    /// Waits until the server logs a line containing `needle`, and returns it.
+    fn wait_for_log(&mut self, needle: &str) -> String {
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        loop {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            match self.log.recv_timeout(left) {
+                Ok(line) if line.contains(needle) => return line,
+                Ok(_) => {}
+                Err(_) => panic!("the server did not log {needle:?} within 30 s"),
+            }
+        }
     }
 
     fn send_raw(&mut self, line: &str) {
@@ -88,11 +134,7 @@ impl Server {
 
     fn response(&mut self, id: u64) -> Value {
         loop {
-            let line = self
-                .lines
-                .recv_timeout(Duration::from_secs(60))
-                .expect("the server answers within 60 s");
-            let v: Value = serde_json::from_str(&line).expect("the server writes JSON lines");
+            let v = self.next_line();
             if v["id"] == json!(id) {
                 return v;
             }
@@ -233,13 +275,13 @@ fn hostile_input_gets_clear_errors_and_the_server_keeps_serving() {
     assert!(text.contains("`ids` must be an array"), "{text}");
 
     // Nesting past the JSON parser's depth limit, and a line that is not JSON at all: the
-    // server drops the line (or answers a parse error) and keeps serving.
+    // server answers a parse error and keeps serving.
     let deep = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
     s.send_raw(&format!(
         r#"{{"jsonrpc":"2.0","id":9000,"method":"tools/call","params":{{"name":"search_themes","arguments":{{"query":{deep}}}}}}}"#
     ));
     s.send_raw("this is not json");
-    // A line over the transport's 16 MiB line limit is dropped unanswered.
+    // A line over the transport's 16 MiB line limit is answered with an error.
     s.send_raw(&format!(
         r#"{{"jsonrpc":"2.0","id":9001,"method":"tools/call","params":{{"name":"search_themes","arguments":{{"query":"{}"}}}}}}"#,
         "q".repeat(17 << 20)
@@ -343,4 +385,175 @@ fn unusable_settings_stop_serve_with_exit_code_2() {
         assert_eq!(code, Some(2), "{env:?} {args:?}: {stderr}");
         assert!(stderr.contains(named), "{named} not named in: {stderr}");
     }
+}
+
+/// Every protocol error gets a JSON-RPC answer (a client waiting for it would hang otherwise),
+/// with the request's id when it can be read, and the session goes on.
+#[test]
+fn protocol_errors_are_answered() {
+    let dir = run_root();
+    let mut s = Server::start(dir.path(), &[]);
+
+    // Not JSON: -32700, id null (there is none to read).
+    s.send_raw("this is not json");
+    let r = s.next_line();
+    assert_eq!(r["error"]["code"], -32700, "{r}");
+    assert_eq!(r["id"], Value::Null, "{r}");
+    assert!(
+        r["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("not valid JSON"),
+        "{r}"
+    );
+
+    // Broken JSON whose id comes first: -32700 with that id.
+    s.send_raw(r#"{"jsonrpc":"2.0","id":"broken-1","method":"tools/call","params":{"#);
+    let r = s.next_line();
+    assert_eq!(
+        (&r["error"]["code"], &r["id"]),
+        (&json!(-32700), &json!("broken-1")),
+        "{r}"
+    );
+
+    // A line over the 16 MiB limit: an error naming the limit, with the request's id.
+    s.send_raw(&format!(
+        r#"{{"jsonrpc":"2.0","id":9001,"method":"tools/call","params":{{"name":"search_themes","arguments":{{"query":"{}"}}}}}}"#,
+        "q".repeat(17 << 20)
+    ));
+    let r = s.response(9001);
+    assert_eq!(r["error"]["code"], -32600, "{r}");
+    let message = r["error"]["message"].as_str().unwrap();
+    assert!(message.contains("16 MiB"), "{message}");
+
+    // `arguments` that is not an object: -32602 naming the field (not -32601 "tools/call").
+    for bad in [json!([1, 2]), json!("d-dog#0"), json!(7)] {
+        let r = s.request(
+            "tools/call",
+            json!({"name": "fetch_evidence", "arguments": bad}),
+        );
+        assert_eq!(r["error"]["code"], -32602, "{r}");
+        assert!(
+            r["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("`arguments`"),
+            "{r}"
+        );
+        assert_eq!(r["error"]["data"]["field"], "arguments", "{r}");
+    }
+
+    // A batch (an array) is not a message: -32600.
+    s.send_raw(r#"[{"jsonrpc":"2.0","id":1,"method":"ping"}]"#);
+    let r = s.next_line();
+    assert_eq!(r["error"]["code"], -32600, "{r}");
+
+    // Still serving.
+    let r = s.call("fetch_evidence", json!({"ids": ["d-dog#0"]}));
+    assert_eq!(
+        r["result"]["structuredContent"]["evidence"][0]["status"], "found",
+        "{r}"
+    );
+}
+
+/// A call before `initialize` is told that the session is not initialized, a notification
+/// before it does not end the session, and `initialize` then works as usual.
+#[test]
+fn a_call_before_initialize_says_the_session_is_not_initialized() {
+    let dir = run_root();
+    let mut s = Server::spawn(dir.path(), &[], &[]);
+    s.send_raw(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string());
+    let r = s.request(
+        "tools/call",
+        json!({"name": "fetch_evidence", "arguments": {"ids": ["d-dog#0"]}}),
+    );
+    assert!(r["error"].is_object(), "{r}");
+    let message = r["error"]["message"].as_str().unwrap();
+    assert!(message.contains("not initialized"), "{message}");
+    assert!(message.contains("`initialize`"), "{message}");
+    assert!(!message.contains("_meta"), "{message}");
+
+    s.initialize();
+    let r = s.call("fetch_evidence", json!({"ids": ["d-dog#0"]}));
+    assert_eq!(
+        r["result"]["structuredContent"]["evidence"][0]["status"], "found",
+        "{r}"
+    );
+}
+
+/// With stderr not a terminal (a pipe, a log file), log lines carry no ANSI colour codes.
+#[test]
+fn logs_carry_no_colour_codes_when_stderr_is_not_a_terminal() {
+    let empty = tempfile::tempdir().unwrap();
+    let mut s = Server::spawn(empty.path(), &[], &[("RUST_LOG", "info")]);
+    // The engine's tracing warning (not the plain notice `serve` prints as well).
+    let line = s.wait_for_log("no run served from");
+    assert!(!line.contains('\u{1b}'), "{line:?}");
+    s.initialize();
+    let _ = s.call("fetch_evidence", json!({"ids": ["x#0"]}));
+    for line in s.log.try_iter() {
+        assert!(!line.contains('\u{1b}'), "{line:?}");
+    }
+}
+
+/// `serve` watches `LATEST`: a run published while it serves is answered from without a
+/// restart, and the swap is logged on stderr.
+#[test]
+fn serve_answers_from_a_run_published_while_it_serves() {
+    let dir = run_root();
+    let mut s = Server::spawn(dir.path(), &["--watch-interval", "50ms"], &[]);
+    s.initialize();
+    let ask = |s: &mut Server| {
+        let r = s.call("fetch_evidence", json!({"ids": ["d-bird#0"]}));
+        r["result"]["structuredContent"]["evidence"][0]["status"].clone()
+    };
+    assert_eq!(ask(&mut s), "unknown");
+
+    let second = concept_run(
+        dir.path(),
+        &[("d-bird", "Birds sing at dawn.")],
+        &[("C1", "Animals", &[]), ("C7", "Birds", &["Bird"])],
+        &[("C7", "C1")],
+        &[("concept", "d-bird", "C7")],
+    );
+    let start = std::time::Instant::now();
+    while ask(&mut s) != "found" {
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "the new run was not served within 20 s"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let line = s.wait_for_log(&format!("now serving run {second}"));
+    assert!(line.contains("INFO"), "{line}");
+    let r = s.call("find_by_meaning", json!({"term": "bird"}));
+    assert_eq!(r["result"]["structuredContent"]["total"], 1, "{r}");
+}
+
+/// A bad `--watch-interval` stops `serve` with exit code 2 naming it; `--help` documents it.
+#[test]
+fn the_watch_interval_is_checked_and_documented() {
+    let dir = run_root();
+    for bad in ["soon", "5", "-1s", "30d"] {
+        let out = Command::new(env!("CARGO_BIN_EXE_agrag-engine"))
+            .arg("serve")
+            .arg(format!("--watch-interval={bad}"))
+            .env("AGRAG_ROOT", dir.path())
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{bad}: {stderr}");
+        assert!(stderr.contains("--watch-interval"), "{bad}: {stderr}");
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_agrag-engine"))
+        .args(["serve", "--help"])
+        .output()
+        .unwrap();
+    let help = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        help.contains("--watch-interval") && help.contains("AGRAG_WATCH_INTERVAL"),
+        "{help}"
+    );
+    assert!(help.contains("[default: 2s]"), "{help}");
 }
