@@ -2,6 +2,8 @@
 
 // Runs written through the real writer, for the tests below.
 mod common;
+// The CLI: `evidence` with no run served, effective visibility, roots without a snapshot.
+mod cli;
 // find_by_meaning: expansion, coverage, visibility, composition, scale.
 mod concepts;
 // Hidden text is unsearchable at once on every retrieval path, through the binary.
