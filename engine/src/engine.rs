@@ -318,7 +318,7 @@ impl Engine {
                 Some(store) => build_bitmap(snap, store)?,
                 None => (RoaringBitmap::new(), RoaringBitmap::new(), HashMap::new()),
             };
-            cache.withdrawn = Arc::new(Withdrawn::build(snap, &hidden, &hidden_documents));
+            cache.withdrawn = Arc::new(Withdrawn::build(snap, &hidden, &hidden_documents)?);
             cache.hidden = Arc::new(hidden);
             cache.hidden_documents = Arc::new(hidden_documents);
             cache.states = Arc::new(states);

@@ -6,6 +6,7 @@ use std::path::Path;
 use arrow_array::{Array, RecordBatch};
 use arrow_schema::Schema;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use parquet::file::metadata::RowGroupMetaData;
 
 use super::META_RUN_ID;
 use crate::error::{EngineError, Result};
@@ -18,6 +19,21 @@ use crate::error::{EngineError, Result};
 /// Parquet, is truncated, lacks a column, has a column of another type, or belongs to another
 /// run.
 pub fn read_parquet(path: &Path, expected: &Schema, run_id: Option<&str>) -> Result<RecordBatch> {
+    read_parquet_row_groups(path, expected, run_id, |_| true)
+}
+
+/// As [`read_parquet`], reading only the row groups `keep` accepts (by their metadata, e.g.
+/// the min/max statistics of a sort column), so a lookup of a few keys in a sorted table
+/// reads a few row groups instead of the file.
+///
+/// # Errors
+/// As [`read_parquet`].
+pub fn read_parquet_row_groups(
+    path: &Path,
+    expected: &Schema,
+    run_id: Option<&str>,
+    keep: impl Fn(&RowGroupMetaData) -> bool,
+) -> Result<RecordBatch> {
     let file = File::open(path).map_err(|e| EngineError::io(path, e))?;
     let builder = ParquetRecordBatchReaderBuilder::try_new(file)
         .map_err(|e| EngineError::corrupt(path, format!("not a readable Parquet file: {e}")))?;
@@ -37,7 +53,11 @@ pub fn read_parquet(path: &Path, expected: &Schema, run_id: Option<&str>) -> Res
     }
     let schema = builder.schema().clone();
     check_schema(path, &schema, expected)?;
+    let row_groups: Vec<usize> = (0..builder.metadata().num_row_groups())
+        .filter(|&g| keep(builder.metadata().row_group(g)))
+        .collect();
     let reader = builder
+        .with_row_groups(row_groups)
         .with_batch_size(64 * 1024)
         .build()
         .map_err(|e| EngineError::corrupt(path, e.to_string()))?;

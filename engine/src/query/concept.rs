@@ -475,15 +475,16 @@ pub(crate) fn search(
     let withdrawn = view.withdrawn();
     let by_evidence = req.node_field == DEFAULT_NODE_FIELD;
     let readable = |d: u32| -> Vec<u32> {
-        snap.concept_evidence
+        withdrawn
+            .evidence
             .as_ref()
             .map(|ev| ev.supported_concepts(d, |p| hidden.contains(p)).collect())
             .unwrap_or_default()
     };
     if by_evidence {
         for d in &filter & &withdrawn.partial_documents {
-            let keep = snap
-                .concept_evidence
+            let keep = withdrawn
+                .evidence
                 .as_ref()
                 .is_some_and(|ev| ev.supports(d, &expanded, |p| hidden.contains(p)));
             if !keep {
@@ -668,8 +669,8 @@ pub(crate) fn search(
                     }
                     let partial = by_evidence && withdrawn.partial_documents.contains(d);
                     if !partial
-                        || snap
-                            .concept_evidence
+                        || withdrawn
+                            .evidence
                             .as_ref()
                             .is_some_and(|ev| ev.supports(d, group, |p| hidden.contains(p)))
                     {

@@ -11,18 +11,21 @@ use roaring::RoaringBitmap;
 
 use super::Csr;
 use crate::error::{EngineError, Result};
-use crate::format::reader::{column, column_no_nulls, read_parquet};
+use crate::format::reader::{column, column_no_nulls, read_parquet, read_parquet_row_groups};
 use crate::format::schema::{concept_evidence, report_sources};
 
 /// Marks a way's entry that needs no passage (the title alone).
 const TITLE: u32 = u32::MAX;
 
-/// The ways each (document, concept) of the `concept` node field was reached, by document row:
-/// entries `(concept, way, passage row)` sorted by concept then way, the passage
-/// [`u32::MAX`] for a way through the title alone. See
+/// The ways each (document, concept) of the `concept` node field was reached, for a set of
+/// document rows: entries `(concept, way, passage row)` sorted by concept then way, the
+/// passage [`u32::MAX`] for a way through the title alone. See
 /// [`schema::concept_evidence`](crate::format::schema::concept_evidence).
 #[derive(Debug, Clone, Default)]
 pub struct ConceptEvidence {
+    /// Document rows held, ascending; document `documents[i]` owns entries
+    /// `offsets[i]..offsets[i + 1]`.
+    documents: Vec<u32>,
     offsets: Vec<u32>,
     concepts: Vec<u32>,
     ways: Vec<u32>,
@@ -30,26 +33,45 @@ pub struct ConceptEvidence {
 }
 
 impl ConceptEvidence {
+    /// From `(document, concept, way, passage)` rows in any order.
+    fn from_rows(mut rows: Vec<(u32, u32, u32, u32)>) -> Self {
+        rows.sort_unstable();
+        rows.dedup();
+        let mut documents: Vec<u32> = Vec::new();
+        let mut offsets: Vec<u32> = Vec::new();
+        for (i, r) in rows.iter().enumerate() {
+            if documents.last() != Some(&r.0) {
+                documents.push(r.0);
+                offsets.push(i as u32);
+            }
+        }
+        offsets.push(rows.len() as u32);
+        Self {
+            documents,
+            offsets,
+            concepts: rows.iter().map(|r| r.1).collect(),
+            ways: rows.iter().map(|r| r.2).collect(),
+            passages: rows.iter().map(|r| r.3).collect(),
+        }
+    }
+
     /// Whether document row `d` still holds one of `concepts` (sorted ascending) through a way
-    /// whose every passage `is_hidden` rejects.
+    /// with no passage that `is_hidden` accepts.
     pub fn supports(&self, d: u32, concepts: &[u32], is_hidden: impl Fn(u32) -> bool) -> bool {
         self.supported_concepts(d, is_hidden)
             .any(|c| concepts.binary_search(&c).is_ok())
     }
 
     /// The concepts of document row `d` that at least one way with no hidden passage still
-    /// justifies, ascending, each once.
+    /// justifies, ascending, each once; none for a document this evidence does not hold.
     pub fn supported_concepts(
         &self,
         d: u32,
         is_hidden: impl Fn(u32) -> bool,
     ) -> impl Iterator<Item = u32> {
-        let (start, end) = match (
-            self.offsets.get(d as usize),
-            self.offsets.get(d as usize + 1),
-        ) {
-            (Some(&s), Some(&e)) => (s as usize, e as usize),
-            _ => (0, 0),
+        let (start, end) = match self.documents.binary_search(&d) {
+            Ok(i) => (self.offsets[i] as usize, self.offsets[i + 1] as usize),
+            Err(_) => (0, 0),
         };
         let mut out: Vec<u32> = Vec::new();
         let mut i = start;
@@ -71,31 +93,59 @@ impl ConceptEvidence {
     }
 }
 
-/// Reads `concept_evidence.parquet` of the run in `dir`.
+/// Reads from `concept_evidence.parquet` of the run in `dir` the rows of the document rows
+/// `wanted`, whose keys are `keys[row]`. The table is sorted by document key, so only the row
+/// groups whose key range holds a wanted key are read: the cost follows the documents asked
+/// for, not the corpus.
 ///
 /// # Errors
-/// [`EngineError::Corrupt`] naming the file and row for an unknown document, concept or
-/// passage; as [`read_parquet`].
+/// [`EngineError::Corrupt`] naming the file and row for an unknown concept or passage; as
+/// [`read_parquet_row_groups`].
 pub(crate) fn read_concept_evidence(
     dir: &Path,
     run_id: Option<&str>,
-    documents: &HashMap<String, u32>,
+    wanted: &RoaringBitmap,
+    keys: &[String],
     concepts: &HashMap<String, u32>,
     passages: &HashMap<String, u32>,
 ) -> Result<ConceptEvidence> {
     let path = dir.join(concept_evidence::FILE);
-    let b = read_parquet(&path, &concept_evidence::schema(), run_id)?;
-    let keys = column_no_nulls::<StringArray>(&b, concept_evidence::DOCUMENT_KEY, &path)?;
+    let mut wanted_keys: Vec<(&str, u32)> = wanted
+        .iter()
+        .filter_map(|d| keys.get(d as usize).map(|k| (k.as_str(), d)))
+        .collect();
+    wanted_keys.sort_unstable();
+    if wanted_keys.is_empty() {
+        return Ok(ConceptEvidence::default());
+    }
+    let key_column = concept_evidence::schema()
+        .index_of(concept_evidence::DOCUMENT_KEY)
+        .unwrap_or(0);
+    let b = read_parquet_row_groups(&path, &concept_evidence::schema(), run_id, |rg| {
+        let stats = rg.columns().get(key_column).and_then(|c| c.statistics());
+        match stats.and_then(|s| Some((s.min_bytes_opt()?, s.max_bytes_opt()?))) {
+            Some((lo, hi)) => {
+                let first = wanted_keys.partition_point(|(k, _)| k.as_bytes() < lo);
+                wanted_keys
+                    .get(first)
+                    .is_some_and(|(k, _)| k.as_bytes() <= hi)
+            }
+            None => true,
+        }
+    })?;
+    let doc_keys = column_no_nulls::<StringArray>(&b, concept_evidence::DOCUMENT_KEY, &path)?;
     let ids = column_no_nulls::<StringArray>(&b, concept_evidence::CONCEPT_ID, &path)?;
     let ways = column_no_nulls::<UInt32Array>(&b, concept_evidence::WAY, &path)?;
     let pids = column::<StringArray>(&b, concept_evidence::PASSAGE_ID, &path)?;
-    let mut rows: Vec<(u32, u32, u32, u32)> = Vec::with_capacity(b.num_rows());
+    let mut rows: Vec<(u32, u32, u32, u32)> = Vec::new();
     for row in 0..b.num_rows() {
+        let key = doc_keys.value(row);
+        let Ok(i) = wanted_keys.binary_search_by(|(k, _)| (*k).cmp(key)) else {
+            continue;
+        };
         let bad = |what: &str, v: &str| {
             EngineError::corrupt(&path, format!("row {row}: {what} {v:?} is not in the run"))
         };
-        let key = keys.value(row);
-        let d = *documents.get(key).ok_or_else(|| bad("document_key", key))?;
         let id = ids.value(row);
         let c = *concepts.get(id).ok_or_else(|| bad("concept_id", id))?;
         let p = if pids.is_null(row) {
@@ -104,23 +154,9 @@ pub(crate) fn read_concept_evidence(
             let pid = pids.value(row);
             *passages.get(pid).ok_or_else(|| bad("passage_id", pid))?
         };
-        rows.push((d, c, ways.value(row), p));
+        rows.push((wanted_keys[i].1, c, ways.value(row), p));
     }
-    rows.sort_unstable();
-    let num_documents = documents.len();
-    let mut offsets = vec![0u32; num_documents + 1];
-    for &(d, ..) in &rows {
-        offsets[d as usize + 1] += 1;
-    }
-    for i in 0..num_documents {
-        offsets[i + 1] += offsets[i];
-    }
-    Ok(ConceptEvidence {
-        offsets,
-        concepts: rows.iter().map(|r| r.1).collect(),
-        ways: rows.iter().map(|r| r.2).collect(),
-        passages: rows.iter().map(|r| r.3).collect(),
-    })
+    Ok(ConceptEvidence::from_rows(rows))
 }
 
 /// Reads `report_sources.parquet` of the run in `dir`: the passage rows each community's report
@@ -190,20 +226,8 @@ pub(crate) fn rows_all_hidden(
 mod tests {
     use super::*;
 
-    fn evidence(rows: &[(u32, u32, u32, u32)], num_documents: usize) -> ConceptEvidence {
-        let mut offsets = vec![0u32; num_documents + 1];
-        for &(d, ..) in rows {
-            offsets[d as usize + 1] += 1;
-        }
-        for i in 0..num_documents {
-            offsets[i + 1] += offsets[i];
-        }
-        ConceptEvidence {
-            offsets,
-            concepts: rows.iter().map(|r| r.1).collect(),
-            ways: rows.iter().map(|r| r.2).collect(),
-            passages: rows.iter().map(|r| r.3).collect(),
-        }
+    fn evidence(rows: &[(u32, u32, u32, u32)]) -> ConceptEvidence {
+        ConceptEvidence::from_rows(rows.to_vec())
     }
 
     /// A concept stands while one way is readable; a way needs every one of its passages.
@@ -211,16 +235,13 @@ mod tests {
     fn a_concept_stands_while_one_of_its_ways_is_readable() {
         // Document 0: concept 5 through passage 1, or through passages 2 and 3 together;
         // concept 7 through the title; concept 9 only through passage 2.
-        let ev = evidence(
-            &[
-                (0, 5, 0, 1),
-                (0, 5, 1, 2),
-                (0, 5, 1, 3),
-                (0, 7, 0, TITLE),
-                (0, 9, 0, 2),
-            ],
-            2,
-        );
+        let ev = evidence(&[
+            (0, 5, 0, 1),
+            (0, 5, 1, 2),
+            (0, 5, 1, 3),
+            (0, 7, 0, TITLE),
+            (0, 9, 0, 2),
+        ]);
         let hidden = |set: &'static [u32]| move |p: u32| set.contains(&p);
         let all: Vec<u32> = ev.supported_concepts(0, |_| false).collect();
         assert_eq!(all, [5, 7, 9]);

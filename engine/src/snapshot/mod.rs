@@ -126,19 +126,12 @@ pub struct Snapshot {
     pub community_parent: Vec<Option<u32>>,
     /// Member entities of each community, ascending (rows = communities).
     pub community_members: Csr,
-    /// Entities each passage mentions (rows = passages): the inverse of `entity_passages`.
-    pub passage_entities: Csr,
-    /// Communities each entity belongs to, one per level (rows = entities).
-    pub entity_communities: Csr,
     /// Passages each community's report quotes (rows = communities; empty rows for runs
     /// written before `report_sources.parquet`).
     pub report_sources: Csr,
-    /// Passages each report quotes, turned around (rows = passages).
-    pub passage_quoted_by: Csr,
-    /// Why each linked concept is in its document's `concept` set; `None` for runs written
-    /// before `concept_evidence.parquet` (a document with a hidden passage then matches no
-    /// concept of that field).
-    pub concept_evidence: Option<evidence::ConceptEvidence>,
+    /// Inverses built on first use (only when something is hidden): passage → entities it
+    /// mentions, entity → its communities, passage → communities quoting it.
+    inverses: std::sync::OnceLock<Inverses>,
     /// The vocabulary tables.
     pub vocabulary: VocabularyTables,
     /// Term lookup, hierarchy and per-field postings for concept queries.
@@ -392,25 +385,10 @@ impl Snapshot {
             concept_index.linked = linked;
         }
         let text_index = crate::text::TextIndex::open(&p(crate::text::TEXT_INDEX_DIR))?;
-        let num_passages = passage_ids.len();
-        let passage_entities = evidence::invert(&entity_passages, num_passages);
-        let entity_communities = evidence::invert(&community_members, num_entities);
         let report_sources = if manifest.file(report_sources::FILE).is_some() {
             evidence::read_report_sources(dir, run_id, num_communities, &passage_index)?
         } else {
             Csr::from_pairs(num_communities, &[])
-        };
-        let passage_quoted_by = evidence::invert(&report_sources, num_passages);
-        let concept_evidence = if manifest.file(concept_evidence::FILE).is_some() {
-            Some(evidence::read_concept_evidence(
-                dir,
-                run_id,
-                &document_index,
-                &vocabulary.concept_index,
-                &passage_index,
-            )?)
-        } else {
-            None
         };
         Ok(Self {
             dir: dir.to_owned(),
@@ -433,11 +411,8 @@ impl Snapshot {
             community_level,
             community_parent,
             community_members,
-            passage_entities,
-            entity_communities,
             report_sources,
-            passage_quoted_by,
-            concept_evidence,
+            inverses: std::sync::OnceLock::new(),
             vocabulary,
             concept_index,
             text_index,
@@ -499,6 +474,70 @@ impl Snapshot {
     pub fn passage_index(&self, id: &str) -> Option<u32> {
         self.passage_index.get(id).copied()
     }
+
+    /// The entities each passage mentions (rows = passages), built on first use.
+    pub fn passage_entities(&self) -> &Csr {
+        &self.inverses().passage_entities
+    }
+
+    /// The communities each entity belongs to, one per level (rows = entities), built on
+    /// first use.
+    pub fn entity_communities(&self) -> &Csr {
+        &self.inverses().entity_communities
+    }
+
+    /// The communities whose report quotes each passage (rows = passages), built on first use.
+    pub fn passage_quoted_by(&self) -> &Csr {
+        &self.inverses().passage_quoted_by
+    }
+
+    fn inverses(&self) -> &Inverses {
+        self.inverses.get_or_init(|| Inverses {
+            passage_entities: evidence::invert(&self.entity_passages, self.num_passages()),
+            entity_communities: evidence::invert(
+                &self.community_members,
+                self.entity_passages.num_rows(),
+            ),
+            passage_quoted_by: evidence::invert(&self.report_sources, self.num_passages()),
+        })
+    }
+
+    /// Whether the run records why each linked concept is in its document's set
+    /// (`concept_evidence.parquet`; runs written before it do not).
+    pub fn has_concept_evidence(&self) -> bool {
+        self.manifest.file(concept_evidence::FILE).is_some()
+    }
+
+    /// The concept evidence of the document rows `documents`, read from the run (only the row
+    /// groups that hold them); `None` for a run without evidence.
+    ///
+    /// # Errors
+    /// [`EngineError::Corrupt`] / [`EngineError::Io`] when the table cannot be read.
+    pub fn concept_evidence_of(
+        &self,
+        documents: &roaring::RoaringBitmap,
+    ) -> Result<Option<evidence::ConceptEvidence>> {
+        if !self.has_concept_evidence() {
+            return Ok(None);
+        }
+        evidence::read_concept_evidence(
+            &self.dir,
+            Some(self.run_id()),
+            documents,
+            &self.document_keys,
+            &self.vocabulary.concept_index,
+            &self.passage_index,
+        )
+        .map(Some)
+    }
+}
+
+/// The inverse rows of [`Snapshot`] that only hidden passages need.
+#[derive(Debug)]
+struct Inverses {
+    passage_entities: Csr,
+    entity_communities: Csr,
+    passage_quoted_by: Csr,
 }
 
 /// Per node field, concept → documents and all linked documents.

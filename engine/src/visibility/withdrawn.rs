@@ -28,7 +28,7 @@ use roaring::RoaringBitmap;
 
 use crate::error::EngineError;
 use crate::snapshot::Snapshot;
-use crate::snapshot::evidence::rows_all_hidden;
+use crate::snapshot::evidence::{ConceptEvidence, rows_all_hidden};
 use crate::text::TextOverlay;
 
 /// Documents and communities that hidden passages withdraw, for one snapshot and one
@@ -39,6 +39,9 @@ pub struct Withdrawn {
     pub partial_documents: RoaringBitmap,
     /// Communities left out of theme search.
     pub communities: RoaringBitmap,
+    /// The concept evidence of `partial_documents`; `None` when the run has none (every
+    /// concept of such a document is then withdrawn).
+    pub evidence: Option<ConceptEvidence>,
     text: OnceLock<Result<TextOverlay, EngineError>>,
 }
 
@@ -46,14 +49,22 @@ impl Withdrawn {
     /// Derives what `hidden` (passage rows that are not visible) and `hidden_documents`
     /// (document rows whose own flag is not visible) withdraw from `snap`.
     ///
+    /// # Errors
+    /// The snapshot's error reading the concept evidence of the partly hidden documents.
+    ///
     /// # Complexity
     /// **O(h · m)** for `h` hidden passages mentioning `m` entities each, plus the passages of
-    /// those entities; nothing proportional to the corpus.
+    /// those entities and the evidence rows of their documents. The first call with anything
+    /// hidden also builds the snapshot's passage → entity inverse (**O(mentions)**, once per
+    /// run); nothing else follows the corpus.
     pub fn build(
         snap: &Snapshot,
         hidden: &RoaringBitmap,
         hidden_documents: &RoaringBitmap,
-    ) -> Self {
+    ) -> Result<Self, EngineError> {
+        if hidden.is_empty() {
+            return Ok(Self::default());
+        }
         let mut partial_documents: RoaringBitmap = hidden
             .iter()
             .filter_map(|p| snap.passage_document.get(p as usize).copied())
@@ -66,17 +77,19 @@ impl Withdrawn {
             if p >= snap.num_passages() {
                 continue;
             }
-            communities.extend(snap.passage_quoted_by.row(p).iter().copied());
-            entities.extend(snap.passage_entities.row(p).iter().copied());
+            communities.extend(snap.passage_quoted_by().row(p).iter().copied());
+            entities.extend(snap.passage_entities().row(p).iter().copied());
         }
         for e in rows_all_hidden(&snap.entity_passages, entities, |q| hidden.contains(q)) {
-            communities.extend(snap.entity_communities.row(e as usize).iter().copied());
+            communities.extend(snap.entity_communities().row(e as usize).iter().copied());
         }
-        Self {
+        let evidence = snap.concept_evidence_of(&partial_documents)?;
+        Ok(Self {
             partial_documents,
             communities,
+            evidence,
             text: OnceLock::new(),
-        }
+        })
     }
 
     /// The full-text overlay of the partial documents (built on first use), or `None` when

@@ -225,7 +225,7 @@ fn a_deleted_document_appears_nowhere_and_leaves_the_next_graph() {
     let hidden = snap.passage_index(&other).unwrap();
     assert!(!snap.passage_text[hidden as usize].is_empty());
     assert!((0..snap.entity_names.len()).all(|e| !snap.entity_passages.row(e).contains(&hidden)));
-    assert!(snap.passage_quoted_by.row(hidden as usize).is_empty());
+    assert!(snap.passage_quoted_by().row(hidden as usize).is_empty());
     assert!(
         (0..snap.num_communities()).any(|c| !snap.report_sources.row(c).is_empty()),
         "reports name the passages they quote"
@@ -420,9 +420,10 @@ fn a_hidden_passage_no_longer_finds_its_document_by_its_own_concepts_or_words() 
     let engine = Engine::open(dir.path(), EngineConfig::default()).unwrap();
     let view = engine.view().unwrap();
     let snap = view.snapshot().unwrap().clone();
+    let all: roaring::RoaringBitmap = (0..snap.num_documents() as u32).collect();
     let evidence = snap
-        .concept_evidence
-        .as_ref()
+        .concept_evidence_of(&all)
+        .unwrap()
         .expect("a new run has evidence");
     // A passage with a concept that only it justifies in its document, and a word that
     // occurs nowhere else in the document, while another concept stays.
