@@ -28,6 +28,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
+use agrag_engine::format::normalize::normalize_term;
 use serde::Serialize;
 
 use super::abbreviation::{find_definitions, occurrences_of_each};
@@ -396,12 +397,12 @@ impl DocumentLinker {
             ..link.clone()
         };
         let open = Linker::new(vocab, &open_cfg)?;
-        let stop: HashSet<String> = link.stoplist.iter().map(|s| s.to_lowercase()).collect();
+        let stop: HashSet<String> = link.stoplist.iter().map(|s| normalize_term(s)).collect();
         let graph_stopped = vocab
             .concepts
             .iter()
             .enumerate()
-            .filter(|(_, c)| stop.contains(&c.preferred_term.to_lowercase()))
+            .filter(|(_, c)| stop.contains(&normalize_term(&c.preferred_term)))
             .map(|(i, _)| i as u32)
             .collect();
         let index = TermIndex::new(vocab);
@@ -472,10 +473,12 @@ impl DocumentLinker {
         let first = usize::from(!self.rules.title);
         for k in first..segments.len() {
             for l in &open[k] {
-                let defined_in = via_abbreviation[k]
-                    .iter()
-                    .find(|(a, _)| a == l)
-                    .map(|&(_, j)| j);
+                // `via_abbreviation[k]` is sorted (see `apply_uses`): a binary search, not a scan.
+                let added = &via_abbreviation[k];
+                let at = added.partition_point(|(a, _)| {
+                    (a.start, a.end, a.concept) < (l.start, l.end, l.concept)
+                });
+                let defined_in = added.get(at).filter(|(a, _)| a == l).map(|&(_, j)| j);
                 let evidence = if defined_in.is_some() {
                     Evidence::Abbreviation
                 } else {
@@ -733,7 +736,8 @@ type Use = (usize, usize, Vec<u32>, usize);
 /// dropped and the use links to its long form's concepts (those `keep` accepts). A longer
 /// match that contains the use ("HIV Infections" around "HIV") stays, and the use adds
 /// nothing. Uses are applied in order: a match dropped by one use no longer contains a later
-/// one. Returns the links added.
+/// one. Returns the links added with the segment of their definition, sorted by
+/// `(start, end, concept)` (in use order among equal links), for binary search.
 ///
 /// `links` are as [`Linker::find`] returns them: sorted by start, and spans never overlap
 /// (several concepts may share one span), so their ends are sorted too and the links a use
@@ -787,6 +791,7 @@ fn apply_uses(
     });
     links.extend(added.iter().map(|(l, _)| *l));
     links.sort_by_key(|l| (l.start, l.concept));
+    added.sort_by_key(|(l, _)| (l.start, l.end, l.concept));
     added
 }
 
