@@ -78,8 +78,8 @@ enum AlgorithmArg {
 #[derive(Args)]
 struct DetectionArgs {
     /// Random seed of detection
-    #[arg(long)]
-    seed: Option<u64>,
+    #[arg(long, default_value_t = LeidenConfig::default().seed)]
+    seed: u64,
     /// Worker threads (results do not depend on it) [default: one per core]
     #[arg(long)]
     threads: Option<usize>,
@@ -90,17 +90,17 @@ struct DetectionArgs {
     #[arg(long, value_enum, default_value = "leiden")]
     algorithm: AlgorithmArg,
     /// Resolution γ (> 0)
-    #[arg(long, allow_negative_numbers = true)]
-    resolution: Option<f64>,
+    #[arg(long, allow_negative_numbers = true, default_value_t = LeidenConfig::default().resolution)]
+    resolution: f64,
     /// Randomness θ of Leiden's refinement (> 0)
-    #[arg(long, allow_negative_numbers = true)]
-    randomness: Option<f64>,
+    #[arg(long, allow_negative_numbers = true, default_value_t = LeidenConfig::default().randomness)]
+    randomness: f64,
     /// Communities larger than this are split into a deeper level
-    #[arg(long)]
-    max_cluster_size: Option<usize>,
+    #[arg(long, default_value_t = LeidenConfig::default().max_cluster_size)]
+    max_cluster_size: usize,
     /// Most levels of the hierarchy
-    #[arg(long)]
-    max_levels: Option<usize>,
+    #[arg(long, default_value_t = LeidenConfig::default().max_levels)]
+    max_levels: usize,
 }
 
 impl DetectionArgs {
@@ -116,11 +116,11 @@ impl DetectionArgs {
                 AlgorithmArg::Leiden => Algorithm::Leiden,
                 AlgorithmArg::Louvain => Algorithm::Louvain,
             },
-            seed: self.seed.unwrap_or(d.seed),
-            resolution: self.resolution.unwrap_or(d.resolution),
-            randomness: self.randomness.unwrap_or(d.randomness),
-            max_cluster_size: self.max_cluster_size.unwrap_or(d.max_cluster_size),
-            max_levels: self.max_levels.unwrap_or(d.max_levels),
+            seed: self.seed,
+            resolution: self.resolution,
+            randomness: self.randomness,
+            max_cluster_size: self.max_cluster_size,
+            max_levels: self.max_levels,
             ..d
         }
     }

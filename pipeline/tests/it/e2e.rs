@@ -312,3 +312,37 @@ fn gc_refuses_a_folder_that_is_not_a_snapshot_root() {
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("is not a snapshot root"), "{stderr}");
 }
+
+/// `--help` states the default of every detection option, taken from `LeidenConfig::default`.
+#[test]
+fn help_shows_the_default_of_every_detection_option() {
+    let d = LeidenConfig::default();
+    for command in ["run", "detect-graph"] {
+        let out = Command::new(env!("CARGO_BIN_EXE_agrag-pipeline"))
+            .args([command, "--help"])
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        let help = String::from_utf8(out.stdout).unwrap();
+        for (option, default) in [
+            ("--seed", d.seed.to_string()),
+            ("--resolution", d.resolution.to_string()),
+            ("--randomness", d.randomness.to_string()),
+            ("--max-cluster-size", d.max_cluster_size.to_string()),
+            ("--max-levels", d.max_levels.to_string()),
+            ("--objective", "modularity".to_owned()),
+            ("--threads", "one per core".to_owned()),
+        ] {
+            let at = help
+                .find(&format!("{option} <"))
+                .unwrap_or_else(|| panic!("{command}: no {option} in\n{help}"));
+            let entry = &help[at..];
+            let end = entry[2..].find("\n      --").map_or(entry.len(), |e| e + 2);
+            assert!(
+                entry[..end].contains(&format!("[default: {default}]")),
+                "{command} {option}: {}",
+                &entry[..end]
+            );
+        }
+    }
+}
