@@ -241,13 +241,36 @@ impl ToolBox {
                     Err(e) => failed(&e),
                 }
             }
+            // With no run served every id would look unknown: say that nothing was looked up,
+            // as search_themes and find_by_meaning answer `index_not_ready`.
+            Checked::FetchEvidence { .. } if self.engine.run_id().is_none() => {
+                let reason = self.engine.not_ready_reason();
+                ToolOutput {
+                    tool,
+                    text: format!(
+                        "status: index_not_ready: no run is served{}; nothing was looked up",
+                        reason
+                            .as_deref()
+                            .map(|r| format!(" ({r})"))
+                            .unwrap_or_default()
+                    ),
+                    structured: json!({
+                        "status": "index_not_ready",
+                        "not_ready_reason": reason,
+                        "evidence": [],
+                    }),
+                    is_error: false,
+                    rejected: false,
+                    partial_retrieval: true,
+                }
+            }
             Checked::FetchEvidence { ids } => match self.engine.fetch_evidence(ids) {
                 Ok(ev) => {
                     let ev = self.within_scope(ev);
                     ToolOutput {
                         tool,
                         text: render_evidence(&ev),
-                        structured: json!({ "evidence": ev }),
+                        structured: json!({ "status": "ok", "evidence": ev }),
                         is_error: false,
                         rejected: false,
                         partial_retrieval: false,

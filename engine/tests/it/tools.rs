@@ -234,6 +234,12 @@ fn agent_run_records_partial_retrieval() {
     assert_eq!(out.structured["status"], "index_not_ready");
     assert!(out.partial_retrieval && run.partial_retrieval());
     assert_eq!(run.calls().len(), 2);
+    // Evidence with no run served: nothing was looked up, and the answer says so rather than
+    // calling every id unknown.
+    let out = run.call("fetch_evidence", &json!({"ids": ["d-cat#0"]}));
+    assert_eq!(out.structured["status"], "index_not_ready", "{}", out.text);
+    assert!(out.text.contains("nothing was looked up"), "{}", out.text);
+    assert!(out.partial_retrieval);
 
     // A run with no themes answers no_match: not partial.
     let dir = tempfile::tempdir().unwrap();
