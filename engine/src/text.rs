@@ -102,6 +102,36 @@ pub fn build_text_index<'a>(
     }
     writer.commit().map_err(&err)?;
     writer.wait_merging_threads().map_err(&err)?;
+    readable_like_meta(dir)
+}
+
+/// tantivy writes `.managed.json` atomically through a temporary file, which is created
+/// owner-only (0600), while every other file of a run gets the process's usual mode; an engine
+/// serving the run as another user could then not open it. Every file of the index takes the
+/// mode of `meta.json`, written like the run's other files.
+#[cfg(unix)]
+fn readable_like_meta(dir: &Path) -> Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let meta = dir.join("meta.json");
+    let mode = std::fs::metadata(&meta)
+        .map_err(|e| EngineError::io(&meta, e))?
+        .permissions()
+        .mode();
+    for entry in std::fs::read_dir(dir).map_err(|e| EngineError::io(dir, e))? {
+        let path = entry.map_err(|e| EngineError::io(dir, e))?.path();
+        let perms = std::fs::metadata(&path)
+            .map_err(|e| EngineError::io(&path, e))?
+            .permissions();
+        if path.is_file() && perms.mode() & 0o777 != mode & 0o777 {
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode))
+                .map_err(|e| EngineError::io(&path, e))?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(not(unix))]
+fn readable_like_meta(_dir: &Path) -> Result<()> {
     Ok(())
 }
 
@@ -514,6 +544,23 @@ impl SegmentCollector for WithinSegment {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every file of a built index has the same mode as `meta.json` (tantivy's own
+    /// `.managed.json` would otherwise be owner-only).
+    #[cfg(unix)]
+    #[test]
+    fn every_index_file_is_as_readable_as_meta_json() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let index_dir = dir.path().join(TEXT_INDEX_DIR);
+        build_text_index(&index_dir, [("Aspirin", vec!["aspirin relieves pain"])]).unwrap();
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        let want = mode(&index_dir.join("meta.json"));
+        for e in std::fs::read_dir(&index_dir).unwrap() {
+            let p = e.unwrap().path();
+            assert_eq!(mode(&p), want, "{}", p.display());
+        }
+    }
 
     /// A document scored from the overlay scores exactly as it does in the run's index when the
     /// overlay holds the same text, and loses only what the hidden passage held otherwise.
