@@ -112,6 +112,24 @@ pub enum EngineError {
         /// What went wrong.
         reason: String,
     },
+    /// A run asked for by id is not under the root's `runs/` folder.
+    #[error("no run {run_id} at {path} (runs under this root: {known})")]
+    UnknownRun {
+        /// The run folder that was looked for (`<root>/runs/<run_id>`).
+        path: PathBuf,
+        /// The run id asked for.
+        run_id: String,
+        /// The newest run ids that are there (oldest first), or `none`.
+        known: String,
+    },
+    /// An output file (such as a run report page) could not be written.
+    #[error("cannot write {path}")]
+    Output {
+        /// The file.
+        path: PathBuf,
+        /// The underlying error.
+        source: std::io::Error,
+    },
     /// A broken internal invariant: a bug in agrag, never bad input.
     #[error("internal error (a bug in agrag, please report it): {0}")]
     Internal(String),

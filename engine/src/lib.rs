@@ -21,6 +21,7 @@ pub mod ivf;
 #[cfg(feature = "mcp")]
 pub mod mcp;
 pub mod query;
+pub mod run_report;
 pub mod snapshot;
 pub mod store;
 pub mod text;

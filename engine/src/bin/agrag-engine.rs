@@ -132,6 +132,22 @@ enum Command {
         #[command(subcommand)]
         command: VisibilityCommand,
     },
+    /// The figures of a run for its operator: a self-contained HTML page (--html) and/or one
+    /// JSON document (--json) with levels, sizes, modularity, the hierarchy, the largest
+    /// communities, lineage and visibility.
+    Report {
+        #[command(flatten)]
+        root: RootArg,
+        /// The run [default: the one LATEST names]
+        #[arg(long, value_name = "RUN_ID")]
+        run: Option<String>,
+        /// Write the page to this file
+        #[arg(long, value_name = "OUT.html", required_unless_present = "json")]
+        html: Option<PathBuf>,
+        /// Print the figures as JSON
+        #[arg(long)]
+        json: bool,
+    },
     /// Check the run LATEST names: manifest, sizes and checksums of every file.
     Verify {
         #[command(flatten)]
@@ -665,6 +681,47 @@ fn run(cli: Cli) -> CmdResult {
             http,
             watch_interval,
         } => serve(root, config, http, watch_interval),
+        Command::Report {
+            root,
+            run,
+            html,
+            json,
+        } => {
+            use agrag_engine::run_report::{Options, write_page};
+            let options = Options {
+                run_id: run,
+                progress: true,
+                ..Options::default()
+            };
+            let (report, page) =
+                write_page(&root.path(), &options, html.as_deref()).map_err(|e| {
+                    // No run, an unknown run id, an unwritable page: bad input.
+                    let bad_input = matches!(
+                        e,
+                        EngineError::NotReady { .. }
+                            | EngineError::UnknownRun { .. }
+                            | EngineError::InvalidArgument { .. }
+                            | EngineError::Output { .. }
+                    );
+                    (if bad_input { 2 } else { 1 }, e.into())
+                })?;
+            if json {
+                json_out(&report.figures)?;
+            }
+            if let Some((path, bytes)) = page {
+                let line = format!(
+                    "wrote {} ({bytes} bytes): run {}",
+                    path.display(),
+                    report.figures.run.run_id
+                );
+                if json {
+                    eprintln!("{line}");
+                } else {
+                    println!("{line}");
+                }
+            }
+            Ok(())
+        }
         Command::Verify { root } => {
             let layout = Layout::new(root.path());
             let run_id = layout
