@@ -10,10 +10,11 @@ use agrag_engine::embed::{EmbedderSettings, Provider};
 use agrag_engine::stdout_line as println;
 use agrag_pipeline::PipelineError;
 use agrag_pipeline::detect::{DetectGraphConfig, detect_graph, oversized_line};
+use agrag_pipeline::ingest::{ColumnNames, DocumentsFormat};
 use agrag_pipeline::leiden::{Algorithm, LeidenConfig, Objective};
 use agrag_pipeline::link::LinkConfig;
 use agrag_pipeline::report::ExtractiveReportWriter;
-use agrag_pipeline::run::{RunConfig, RunSummary, run};
+use agrag_pipeline::run::{RunConfig, RunSummary, Sources, run_with};
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
@@ -60,6 +61,13 @@ struct DetectArgs {
     /// Print the statistics as JSON
     #[arg(long)]
     json: bool,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum FormatArg {
+    Jsonl,
+    Parquet,
+    Csv,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -131,9 +139,26 @@ struct RunArgs {
     /// Snapshot root [default: $AGRAG_ROOT, else ./.agrag]
     #[arg(long, env = "AGRAG_ROOT")]
     root: Option<PathBuf>,
-    /// Documents, JSON Lines [default: the shipped PubMedQA corpus]
+    /// Documents: JSON Lines, Parquet or CSV (by extension, or --documents-format) [default:
+    /// the shipped PubMedQA corpus]
     #[arg(long)]
     documents: Option<PathBuf>,
+    /// Format of --documents [default: by extension: .parquet, .csv, else JSON Lines]
+    #[arg(long, value_enum)]
+    documents_format: Option<FormatArg>,
+    /// Column of a documents table holding the document key
+    #[arg(long, default_value = "document_key")]
+    key_column: String,
+    /// Column of a documents table holding running text, split into passages
+    #[arg(long, default_value = "text")]
+    text_column: String,
+    /// Column of a documents table holding the title
+    #[arg(long, default_value = "title")]
+    title_column: String,
+    /// Membership table computed elsewhere (Parquet: level, entity_id or entity,
+    /// community_id, parent_community_id); replaces detection
+    #[arg(long)]
+    membership: Option<PathBuf>,
     /// Vocabulary folder with concepts.tsv and broader.tsv [default: the shipped MeSH]
     #[arg(long)]
     vocabulary: Option<PathBuf>,
@@ -170,6 +195,10 @@ fn is_bad_input(e: &PipelineError) -> bool {
         PipelineError::Io { .. }
             | PipelineError::Write { .. }
             | PipelineError::Parse { .. }
+            | PipelineError::Row { .. }
+            | PipelineError::Unreadable { .. }
+            | PipelineError::Column { .. }
+            | PipelineError::Membership { .. }
             | PipelineError::EmptyInput { .. }
             | PipelineError::UnsupportedEncoding { .. }
             | PipelineError::NothingToPublish { .. }
@@ -255,7 +284,20 @@ fn run_cmd(a: RunArgs) -> Result<(), (u8, anyhow::Error)> {
         progress: !a.json && std::io::stderr().is_terminal(),
         allow_empty: a.allow_empty,
     };
-    let summary = run(&cfg).map_err(|e| {
+    let sources = Sources {
+        documents_format: a.documents_format.map(|f| match f {
+            FormatArg::Jsonl => DocumentsFormat::Jsonl,
+            FormatArg::Parquet => DocumentsFormat::Parquet,
+            FormatArg::Csv => DocumentsFormat::Csv,
+        }),
+        columns: ColumnNames {
+            key: a.key_column,
+            text: a.text_column,
+            title: a.title_column,
+        },
+        membership: a.membership,
+    };
+    let summary = run_with(&cfg, &sources).map_err(|e| {
         let code = if is_bad_input(&e) { 2 } else { 1 };
         (
             code,
@@ -297,10 +339,20 @@ fn detect_cmd(a: DetectArgs) -> Result<(), (u8, anyhow::Error)> {
 }
 
 fn main() -> ExitCode {
+    // On a terminal the progress bars show each phase; elsewhere (a scheduler's log, a pipe)
+    // the phases' start and end are logged instead, so a long run is never silent.
+    let terminal = std::io::stderr().is_terminal();
+    let default_filter = if terminal {
+        "warn"
+    } else {
+        "warn,agrag_pipeline=info"
+    };
     tracing_subscriber::fmt()
         .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()),
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| default_filter.into()),
         )
+        .with_ansi(terminal)
         .with_writer(std::io::stderr)
         .init();
     let cli = Cli::parse();
