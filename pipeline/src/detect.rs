@@ -28,6 +28,61 @@ use crate::error::{PipelineError, Result};
 use crate::graph::read_edge_list;
 use crate::leiden::{DetectionStats, Hierarchy, LeidenConfig, hierarchical_leiden};
 
+/// Where a run's communities come from (step 4 of [`crate::run`]).
+#[derive(Debug, Clone, Copy)]
+pub enum CommunitySource<'a> {
+    /// Hierarchical Leiden (or Louvain) on the run's graph.
+    Detect,
+    /// A membership table computed elsewhere ([`crate::membership`]); `entity_keys[i]` is the
+    /// key of entity `i` (its concept id, or a GraphRAG entity's title).
+    Membership {
+        /// The Parquet file.
+        path: &'a Path,
+        /// Key of each entity, by entity id.
+        entity_keys: &'a [String],
+    },
+}
+
+/// The communities of a run's graph, with what the run summary reports of them.
+#[derive(Debug, Clone)]
+pub struct Detected {
+    /// Communities of every level with their statistics.
+    pub hierarchy: Hierarchy,
+    /// Communities per level, level 0 first.
+    pub communities_per_level: Vec<usize>,
+    /// Modularity (γ = 1) of level 0 (0 for an empty graph).
+    pub modularity: f64,
+}
+
+/// Step 4 of a run: the hierarchy of `graph`, detected under `config` or read from `source`.
+///
+/// # Errors
+/// Those of [`hierarchical_leiden`], or of [`crate::membership::read_membership`].
+pub fn detect_communities(
+    graph: &crate::graph::Graph,
+    source: CommunitySource<'_>,
+    config: &LeidenConfig,
+) -> Result<Detected> {
+    let hierarchy = match source {
+        CommunitySource::Detect => hierarchical_leiden(graph, config)?,
+        CommunitySource::Membership { path, entity_keys } => {
+            crate::membership::read_membership(path, graph, entity_keys, config)?
+        }
+    };
+    let communities_per_level = hierarchy
+        .stats
+        .levels
+        .iter()
+        .map(|l| l.communities)
+        .collect();
+    let modularity = hierarchy.stats.levels.first().map_or(0.0, |l| l.modularity);
+    Ok(Detected {
+        hierarchy,
+        communities_per_level,
+        modularity,
+    })
+}
+
 /// Rows per Parquet row group (and per Arrow batch) of the membership file.
 const ROWS_PER_GROUP: usize = 128 * 1024;
 

@@ -35,6 +35,46 @@ pub enum PipelineError {
         /// What is wrong with it.
         reason: String,
     },
+    /// A row of an input table (documents, a GraphRAG index, a membership table) is invalid.
+    #[error("{path}: row {row} (counting from 0): {reason}")]
+    Row {
+        /// The file.
+        path: PathBuf,
+        /// 0-based row, as polars and pandas number them.
+        row: u64,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// An input file is not a table of the format it was read as (a truncated Parquet file, a
+    /// CSV file with unbalanced quotes).
+    #[error("{path}: not a readable {format} file: {reason}")]
+    Unreadable {
+        /// The file.
+        path: PathBuf,
+        /// The format it was read as (`Parquet`, `CSV`).
+        format: &'static str,
+        /// The reader's message.
+        reason: String,
+    },
+    /// A column of an input table is missing or of the wrong type.
+    #[error("{path}: column {column:?}: {reason}")]
+    Column {
+        /// The file.
+        path: PathBuf,
+        /// The column as the table names it.
+        column: String,
+        /// What is wrong (missing, or its type and the type expected).
+        reason: String,
+    },
+    /// A membership table computed elsewhere breaks a rule of a hierarchy (an entity twice at
+    /// a level, a parent that disagrees across levels, an empty community, a gap in levels).
+    #[error("{path}: {reason}")]
+    Membership {
+        /// The membership file.
+        path: PathBuf,
+        /// The rule broken, naming the entity or community.
+        reason: String,
+    },
     /// A required input holds nothing to work on (no documents, no concepts).
     #[error("{path}: {reason}")]
     EmptyInput {

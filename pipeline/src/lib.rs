@@ -2,12 +2,14 @@
 //! snapshot of themes.
 //!
 //! ```text
-//! documents.jsonl ─► ingest ─► link (vocabulary, Aho-Corasick) ─► graph (co-occurrence, polars)
-//!                                                                     │
-//!   LATEST ◄─ publish (engine::format) ◄─ embed ◄─ report ◄─ detect (hierarchical Leiden, Rayon)
+//! documents.{jsonl,parquet,csv} ─► ingest ─► link (vocabulary) ─► graph (co-occurrence, polars)
+//!                                                                         │
+//!   LATEST ◄─ publish ◄─ embed ◄─ report ◄─ detect (hierarchical Leiden) or --membership table
 //! ```
 //!
-//! [`run::run`] is the whole job; [`detect`] is detection on a graph the user brings.
+//! [`run::run`] is the whole job; [`detect`] is detection on a graph the user brings;
+//! [`membership`] takes communities computed elsewhere in place of detection;
+//! [`graph::Graph::from_petgraph`] takes a `petgraph` graph.
 
 pub mod detect;
 pub mod error;
@@ -15,6 +17,7 @@ pub mod graph;
 pub mod ingest;
 pub mod leiden;
 pub mod link;
+pub mod membership;
 pub mod publish;
 pub mod report;
 pub mod run;

@@ -12,11 +12,12 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rayon::prelude::*;
 use serde::Serialize;
 
+use crate::detect::{CommunitySource, Detected, detect_communities};
 use crate::error::{PipelineError, Result};
 use crate::graph::Graph;
 use crate::graph::builder::{Mention, cooccurrence};
-use crate::ingest::read_jsonl;
-use crate::leiden::{LeidenConfig, hierarchical_leiden};
+use crate::ingest::{ColumnNames, DocumentsFormat, read_documents};
+use crate::leiden::LeidenConfig;
 use crate::link::{DocumentConcepts, DocumentLinker, LinkConfig, TermIndex, load_vocabulary};
 use crate::publish::{ConceptEvidence, RunTables, publish};
 use crate::report::{Adjacency, PassageRef, ReportWriter, community_context};
@@ -35,7 +36,7 @@ pub const NODE_FIELD_MESH: &str = "mesh";
 pub struct RunConfig {
     /// Snapshot root (runs/, LATEST, visibility.sqlite).
     pub root: PathBuf,
-    /// Documents (JSON Lines).
+    /// Documents: JSON Lines, Parquet or CSV ([`read_documents`], format in [`Sources`]).
     pub documents: PathBuf,
     /// Vocabulary folder (`concepts.tsv`, `broader.tsv`).
     pub vocabulary: PathBuf,
@@ -72,6 +73,21 @@ impl std::fmt::Debug for RunConfig {
             .field("allow_empty", &self.allow_empty)
             .finish()
     }
+}
+
+/// Where a run's inputs come from, beyond [`RunConfig::documents`] and
+/// [`RunConfig::vocabulary`]: the documents' format and column names, a membership table
+/// computed elsewhere, a GraphRAG index. The default reads the documents by their extension
+/// with the JSON shape's column names and detects communities itself.
+#[derive(Debug, Clone, Default)]
+pub struct Sources {
+    /// Format of [`RunConfig::documents`] (`None`: by extension, see
+    /// [`DocumentsFormat::from_path`]).
+    pub documents_format: Option<DocumentsFormat>,
+    /// Column names of a documents table.
+    pub columns: ColumnNames,
+    /// A membership table (Parquet) that replaces detection; see [`crate::membership`].
+    pub membership: Option<PathBuf>,
 }
 
 /// What a run did, printed at the end and stored in the manifest's `stats`.
@@ -168,6 +184,15 @@ impl Phases {
 /// ([`PipelineError::NothingToPublish`], unless [`RunConfig::allow_empty`]) or a failure to
 /// write the snapshot ([`PipelineError::Engine`]).
 pub fn run(cfg: &RunConfig) -> Result<RunSummary> {
+    run_with(cfg, &Sources::default())
+}
+
+/// [`run`] with inputs from `sources`: documents as Parquet or CSV, communities from a
+/// membership table. On error nothing is published.
+///
+/// # Errors
+/// Those of [`run`], and those of [`read_documents`] and [`crate::membership::read_membership`].
+pub fn run_with(cfg: &RunConfig, sources: &Sources) -> Result<RunSummary> {
     cfg.leiden.validate()?;
     if let Some(t) = cfg.threads
         && !(1..=crate::detect::MAX_THREADS).contains(&t)
@@ -182,11 +207,11 @@ pub fn run(cfg: &RunConfig) -> Result<RunSummary> {
         .num_threads(cfg.threads.unwrap_or(0))
         .build()
         .map_err(|e| PipelineError::Internal(format!("cannot start the thread pool: {e}")))?;
-    pool.install(|| run_in_pool(cfg))
+    pool.install(|| run_in_pool(cfg, sources))
 }
 
 #[allow(clippy::too_many_lines)]
-fn run_in_pool(cfg: &RunConfig) -> Result<RunSummary> {
+fn run_in_pool(cfg: &RunConfig, sources: &Sources) -> Result<RunSummary> {
     let mut phases = Phases {
         progress: cfg.progress,
         seconds: BTreeMap::new(),
@@ -195,7 +220,7 @@ fn run_in_pool(cfg: &RunConfig) -> Result<RunSummary> {
 
     // 1. Ingest.
     let (bar, t) = phases.start("ingest", None);
-    let mut corpus = read_jsonl(&cfg.documents)?;
+    let mut corpus = read_documents(&cfg.documents, sources.documents_format, &sources.columns)?;
     corpus.documents.sort_by(|a, b| a.key.cmp(&b.key));
     let num_passages = corpus.num_passages();
     phases.finish(
@@ -383,16 +408,28 @@ fn run_in_pool(cfg: &RunConfig) -> Result<RunSummary> {
         format!("{num_entities} entities, {} edges", graph.num_edges()),
     );
 
-    // 4. Detect.
+    // 4. Detect, or take the communities computed elsewhere.
     let (bar, t) = phases.start("detect", None);
-    let hierarchy = hierarchical_leiden(&graph, &cfg.leiden)?;
-    let per_level: Vec<usize> = hierarchy
-        .stats
-        .levels
-        .iter()
-        .map(|l| l.communities)
-        .collect();
-    let modularity = hierarchy.stats.levels.first().map_or(0.0, |l| l.modularity);
+    let entity_keys: Vec<String> = match &sources.membership {
+        Some(_) => co
+            .entity_concepts
+            .iter()
+            .map(|&c| vocab.concepts[c as usize].id.clone())
+            .collect(),
+        None => Vec::new(),
+    };
+    let source = match &sources.membership {
+        Some(path) => CommunitySource::Membership {
+            path,
+            entity_keys: &entity_keys,
+        },
+        None => CommunitySource::Detect,
+    };
+    let Detected {
+        hierarchy,
+        communities_per_level: per_level,
+        modularity,
+    } = detect_communities(&graph, source, &cfg.leiden)?;
     phases.finish(
         "detect",
         bar,
@@ -499,6 +536,7 @@ fn run_in_pool(cfg: &RunConfig) -> Result<RunSummary> {
         "link": cfg.link,
         "graph": {"kind": "co-occurrence", "weight": "passages mentioning both"},
         "detection": cfg.leiden,
+        "membership": sources.membership,
         "report_writer": cfg.report_writer.name(),
         "embedding": cfg.embedder.parameters(),
         "excluded": {"passages": excluded_passages.len(), "documents": excluded_documents.len()},

@@ -8,6 +8,7 @@
 pub mod builder;
 pub mod csr;
 pub mod edgelist;
+pub mod interop;
 
 pub(crate) use csr::with_row;
 pub use csr::{Graph, RowWeights};

@@ -39,6 +39,101 @@ use serde::Deserialize;
 
 use crate::error::{PipelineError, Result};
 
+#[cfg(feature = "polars")]
+mod table;
+
+/// The format of a documents file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DocumentsFormat {
+    /// JSON Lines, plain or gzip-compressed (see the [module docs](self)).
+    Jsonl,
+    /// Apache Parquet, one row per document (needs the `polars` feature).
+    Parquet,
+    /// CSV with a header line, one row per document (needs the `polars` feature).
+    Csv,
+}
+
+impl DocumentsFormat {
+    /// The format a file name tells: `.parquet`/`.pq` is Parquet, `.csv` is CSV, anything
+    /// else (`.jsonl`, `.jsonl.gz`, `.ndjson`, no extension) is JSON Lines.
+    pub fn from_path(path: &Path) -> DocumentsFormat {
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().to_ascii_lowercase())
+            .unwrap_or_default();
+        if name.ends_with(".parquet") || name.ends_with(".pq") {
+            DocumentsFormat::Parquet
+        } else if name.ends_with(".csv") {
+            DocumentsFormat::Csv
+        } else {
+            DocumentsFormat::Jsonl
+        }
+    }
+}
+
+/// The names of the key, text and title columns of a documents table (`--key-column`,
+/// `--text-column`, `--title-column`); by default those of the JSON shape.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ColumnNames {
+    /// The document key column (default `document_key`).
+    pub key: String,
+    /// The running-text column, split into passages (default `text`).
+    pub text: String,
+    /// The title column (default `title`).
+    pub title: String,
+}
+
+impl Default for ColumnNames {
+    fn default() -> Self {
+        ColumnNames {
+            key: "document_key".into(),
+            text: "text".into(),
+            title: "title".into(),
+        }
+    }
+}
+
+/// Reads documents from `path` in `format` (by default the one [`DocumentsFormat::from_path`]
+/// tells). JSON Lines is read by [`read_jsonl`]; Parquet and CSV tables with the same columns
+/// (see `ingest::table`, documented in README's input formats) go through the same checks.
+///
+/// # Errors
+/// Those of [`read_jsonl`] for JSON Lines; for tables [`PipelineError::Io`],
+/// [`PipelineError::Unreadable`], [`PipelineError::Column`] naming a missing or mistyped
+/// column, [`PipelineError::Row`] naming a row (null key, duplicate key, both `passages` and
+/// `text`) and [`PipelineError::EmptyInput`]; [`PipelineError::InvalidConfig`] for renamed
+/// columns with JSON Lines (its field names are fixed), or a table in a build without the
+/// `polars` feature.
+pub fn read_documents(
+    path: &Path,
+    format: Option<DocumentsFormat>,
+    names: &ColumnNames,
+) -> Result<Corpus> {
+    let format = format.unwrap_or_else(|| DocumentsFormat::from_path(path));
+    match format {
+        DocumentsFormat::Jsonl => {
+            if names != &ColumnNames::default() {
+                return Err(PipelineError::InvalidConfig {
+                    field: "key-column/text-column/title-column",
+                    value: format!("{}/{}/{}", names.key, names.text, names.title),
+                    expected: "the default names with JSON Lines (its fields are document_key, text, title); renaming applies to Parquet and CSV",
+                });
+            }
+            read_jsonl(path)
+        }
+        #[cfg(feature = "polars")]
+        DocumentsFormat::Parquet => table::read_table(path, table::TableFormat::Parquet, names),
+        #[cfg(feature = "polars")]
+        DocumentsFormat::Csv => table::read_table(path, table::TableFormat::Csv, names),
+        #[cfg(not(feature = "polars"))]
+        DocumentsFormat::Parquet | DocumentsFormat::Csv => Err(PipelineError::InvalidConfig {
+            field: "documents",
+            value: path.display().to_string(),
+            expected: "a JSON Lines file: this build of agrag-pipeline lacks the `polars` feature that reads Parquet and CSV (rebuild with default features)",
+        }),
+    }
+}
+
 /// Longest passage made when splitting a `text` field, in characters.
 pub const MAX_PASSAGE_CHARS: usize = 1200;
 
@@ -177,11 +272,9 @@ fn parse_plain(reader: &mut dyn BufRead, path: &Path) -> Result<Corpus> {
         reader.consume(UTF8_BOM.len());
     }
     let mut hasher = blake3::Hasher::new();
-    let mut documents = Vec::new();
-    let mut seen: HashMap<String, u64> = HashMap::new();
+    let mut builder = CorpusBuilder::new(path, RecordKind::Line);
     let mut bytes: Vec<u8> = Vec::new();
     let mut line_no = 0u64;
-    let mut num_empty_passages_dropped = 0usize;
     loop {
         bytes.clear();
         let n = reader.read_until(b'\n', &mut bytes).map_err(io)?;
@@ -215,41 +308,148 @@ fn parse_plain(reader: &mut dyn BufRead, path: &Path) -> Result<Corpus> {
         let raw: RawDocument =
             serde_json::from_str(line).map_err(|e| parse(format!("malformed JSON: {e}")))?;
         let key = match raw.document_key {
-            Some(serde_json::Value::String(s)) if !s.trim().is_empty() => s,
-            Some(serde_json::Value::String(_)) => {
-                return Err(parse("document_key is empty".into()));
-            }
+            Some(serde_json::Value::String(s)) => Some(s),
             Some(other) => {
                 return Err(parse(format!(
                     "document_key must be a string, found {other}"
                 )));
             }
-            None => return Err(parse("missing field document_key".into())),
-        };
-        if key.contains('#') {
-            return Err(parse(format!(
-                "document_key {key:?} contains '#', which separates it from the position in passage ids"
-            )));
-        }
-        let year = match raw.year {
             None => None,
-            Some(y) => {
-                Some(i32::try_from(y).map_err(|_| parse(format!("year {y} is out of range")))?)
+        };
+        builder.push(
+            line_no,
+            Fields {
+                key,
+                title: raw.title,
+                year: raw.year,
+                passages: raw.passages,
+                text: raw.text,
+                mesh: raw.mesh,
+            },
+        )?;
+    }
+    builder.finish(hasher.finalize().to_hex().to_string())
+}
+
+/// How a reader counts its records in errors: JSON Lines by 1-based line, tables by 0-based
+/// row (as polars and pandas number them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum RecordKind {
+    /// 1-based line of a text file.
+    Line,
+    /// 0-based row of a table.
+    Row,
+}
+
+/// One input record's fields as a reader found them, before the checks every reader shares
+/// ([`CorpusBuilder::push`]). Type errors (a key that is not a string, say) are the reader's.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct Fields {
+    /// `document_key`; `None` when missing or null.
+    pub key: Option<String>,
+    /// `title`.
+    pub title: Option<String>,
+    /// `year`, before the range check.
+    pub year: Option<i64>,
+    /// `passages`, kept as given.
+    pub passages: Option<Vec<String>>,
+    /// `text`, split into passages.
+    pub text: Option<String>,
+    /// `mesh`, the document's own subject headings.
+    pub mesh: Option<Vec<String>>,
+}
+
+/// The one owner of the rules every document reader enforces: a non-empty key without `#`,
+/// unique across the input; a year in range; exactly one of `passages` and `text`; text in
+/// normal form; empty passages dropped and counted; a corpus with at least one passage.
+pub(crate) struct CorpusBuilder {
+    path: PathBuf,
+    kind: RecordKind,
+    documents: Vec<Document>,
+    seen: HashMap<String, u64>,
+    num_empty_passages_dropped: usize,
+}
+
+impl CorpusBuilder {
+    /// An empty corpus read from `path`, whose records are counted as `kind`.
+    pub(crate) fn new(path: &Path, kind: RecordKind) -> CorpusBuilder {
+        CorpusBuilder {
+            path: path.to_owned(),
+            kind,
+            documents: Vec::new(),
+            seen: HashMap::new(),
+            num_empty_passages_dropped: 0,
+        }
+    }
+
+    /// The error of record `at` (a [`PipelineError::Parse`] for lines, a
+    /// [`PipelineError::Row`] for rows).
+    pub(crate) fn error(&self, at: u64, reason: String) -> PipelineError {
+        match self.kind {
+            RecordKind::Line => PipelineError::Parse {
+                path: self.path.clone(),
+                line: at,
+                reason,
+            },
+            RecordKind::Row => PipelineError::Row {
+                path: self.path.clone(),
+                row: at,
+                reason,
+            },
+        }
+    }
+
+    /// Checks record `at` and adds its document.
+    ///
+    /// # Errors
+    /// [`PipelineError::Parse`] (lines) or [`PipelineError::Row`] (rows) for a missing, empty
+    /// or `#`-holding key, a year out of range, neither or both of `passages` and `text`;
+    /// [`PipelineError::DuplicateKey`] (lines) or [`PipelineError::Row`] (rows) naming both
+    /// records of a repeated key.
+    pub(crate) fn push(&mut self, at: u64, fields: Fields) -> Result<()> {
+        let key = match fields.key {
+            Some(s) if !s.trim().is_empty() => s,
+            Some(_) => return Err(self.error(at, "document_key is empty".into())),
+            None => {
+                let reason = match self.kind {
+                    RecordKind::Line => "missing field document_key".into(),
+                    RecordKind::Row => "document_key is null".into(),
+                };
+                return Err(self.error(at, reason));
             }
         };
-        let passages = match (raw.passages, raw.text) {
+        if key.contains('#') {
+            return Err(self.error(
+                at,
+                format!(
+                    "document_key {key:?} contains '#', which separates it from the position in passage ids"
+                ),
+            ));
+        }
+        let year = match fields.year {
+            None => None,
+            Some(y) => Some(
+                i32::try_from(y)
+                    .map_err(|_| self.error(at, format!("year {y} is out of range")))?,
+            ),
+        };
+        let passages = match (fields.passages, fields.text) {
             (Some(_), Some(_)) => {
-                return Err(parse(format!(
-                    "document {key:?} has both `passages` and `text`: give one of them \
-                     (`passages` are kept as given, `text` is split into passages)"
-                )));
+                return Err(self.error(
+                    at,
+                    format!(
+                        "document {key:?} has both `passages` and `text`: give one of them \
+                         (`passages` are kept as given, `text` is split into passages)"
+                    ),
+                ));
             }
             (Some(p), None) => p.iter().map(|t| normalize_text(t).into_owned()).collect(),
             (None, Some(t)) => split_passages(&normalize_text(&t)),
             (None, None) => {
-                return Err(parse(format!(
-                    "document {key:?} has neither `passages` nor `text`"
-                )));
+                return Err(self.error(
+                    at,
+                    format!("document {key:?} has neither `passages` nor `text`"),
+                ));
             }
         };
         let given = passages.len();
@@ -257,44 +457,59 @@ fn parse_plain(reader: &mut dyn BufRead, path: &Path) -> Result<Corpus> {
             .into_iter()
             .filter(|p| !p.trim().is_empty())
             .collect();
-        num_empty_passages_dropped += given - passages.len();
-        if let Some(&first_line) = seen.get(&key) {
-            return Err(PipelineError::DuplicateKey {
-                path: path.to_owned(),
-                line: line_no,
-                first_line,
-                field: "document_key",
-                value: key,
+        self.num_empty_passages_dropped += given - passages.len();
+        if let Some(&first) = self.seen.get(&key) {
+            return Err(match self.kind {
+                RecordKind::Line => PipelineError::DuplicateKey {
+                    path: self.path.clone(),
+                    line: at,
+                    first_line: first,
+                    field: "document_key",
+                    value: key,
+                },
+                RecordKind::Row => self.error(
+                    at,
+                    format!("duplicate document_key {key:?} (first seen in row {first})"),
+                ),
             });
         }
-        seen.insert(key.clone(), line_no);
-        documents.push(Document {
+        self.seen.insert(key.clone(), at);
+        self.documents.push(Document {
             key,
-            title: normalize_text(&raw.title.unwrap_or_default()).into_owned(),
+            title: normalize_text(&fields.title.unwrap_or_default()).into_owned(),
             year,
             passages,
-            headings: raw.mesh.unwrap_or_default(),
+            headings: fields.mesh.unwrap_or_default(),
         });
+        Ok(())
     }
-    let corpus = Corpus {
-        documents,
-        source: path.to_owned(),
-        fingerprint: hasher.finalize().to_hex().to_string(),
-        num_empty_passages_dropped,
-    };
-    if corpus.documents.is_empty() {
-        return Err(PipelineError::EmptyInput {
-            path: path.to_owned(),
-            reason: "the corpus holds no document".into(),
-        });
+
+    /// The corpus, with the input's `fingerprint` (BLAKE3 hex).
+    ///
+    /// # Errors
+    /// [`PipelineError::EmptyInput`] when it holds no document or no passage.
+    pub(crate) fn finish(self, fingerprint: String) -> Result<Corpus> {
+        let path = self.path;
+        let corpus = Corpus {
+            documents: self.documents,
+            source: path.clone(),
+            fingerprint,
+            num_empty_passages_dropped: self.num_empty_passages_dropped,
+        };
+        if corpus.documents.is_empty() {
+            return Err(PipelineError::EmptyInput {
+                path,
+                reason: "the corpus holds no document".into(),
+            });
+        }
+        if corpus.num_passages() == 0 {
+            return Err(PipelineError::EmptyInput {
+                path,
+                reason: "the corpus holds no passage".into(),
+            });
+        }
+        Ok(corpus)
     }
-    if corpus.num_passages() == 0 {
-        return Err(PipelineError::EmptyInput {
-            path: path.to_owned(),
-            reason: "the corpus holds no passage".into(),
-        });
-    }
-    Ok(corpus)
 }
 
 /// Splits running text into passages: at blank lines, then at sentence ends (". ", "? ", "! ")

@@ -219,7 +219,6 @@ pub fn hierarchical_leiden(graph: &Graph, config: &LeidenConfig) -> Result<Hiera
     config.validate()?;
     let start = Instant::now();
     let n = graph.num_nodes();
-    let isolates = (0..n as u32).filter(|&v| graph.degree(v) == 0).count();
     let mut communities: Vec<Community> = Vec::new();
     let mut level_runs: Vec<(usize, usize, f64)> = Vec::new();
     if n > 0 {
@@ -298,6 +297,39 @@ pub fn hierarchical_leiden(graph: &Graph, config: &LeidenConfig) -> Result<Hiera
         level_runs.push((runs, iterations, level_start.elapsed().as_secs_f64()));
         frontier = split_candidates(&communities, level, config);
     }
+    Ok(assemble(graph, communities, config, &level_runs, start))
+}
+
+impl Hierarchy {
+    /// A hierarchy over `graph` from communities found elsewhere (a membership table, say),
+    /// with the statistics a detection run reports: per-level modularity and quality under
+    /// `config`, sizes, leaves, oversized leaves. Runs, iterations and seconds are 0.
+    ///
+    /// `communities` must already satisfy the invariants of [`Community`] (dense ids ordered
+    /// by level, parent, smallest member; children and `is_leaf` consistent); the membership
+    /// reader checks them before it calls this.
+    pub fn from_communities(
+        graph: &Graph,
+        communities: Vec<Community>,
+        config: &LeidenConfig,
+    ) -> Hierarchy {
+        let num_levels = communities.last().map_or(0, |c| c.level as usize + 1);
+        let runs = vec![(0, 0, 0.0); num_levels];
+        assemble(graph, communities, config, &runs, Instant::now())
+    }
+}
+
+/// The hierarchy of `communities` with its statistics; `level_runs[l]` = (runs, iterations,
+/// seconds) of level `l`, possibly one more than there are levels.
+fn assemble(
+    graph: &Graph,
+    communities: Vec<Community>,
+    config: &LeidenConfig,
+    level_runs: &[(usize, usize, f64)],
+    start: Instant,
+) -> Hierarchy {
+    let n = graph.num_nodes();
+    let isolates = (0..n as u32).filter(|&v| graph.degree(v) == 0).count();
     // The last level may have no community at all (every split failed): drop its run record.
     let num_levels = communities.last().map_or(0, |c| c.level as usize + 1);
     let mut hierarchy = Hierarchy {
@@ -342,7 +374,7 @@ pub fn hierarchical_leiden(graph: &Graph, config: &LeidenConfig) -> Result<Hiera
         }
     }
     hierarchy.stats.seconds = start.elapsed().as_secs_f64();
-    Ok(hierarchy)
+    hierarchy
 }
 
 /// Ids of the communities of `level` that must be split.

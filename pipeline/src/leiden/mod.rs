@@ -501,7 +501,7 @@ fn iterate(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use proptest::collection::vec;
     use proptest::prelude::*;
 

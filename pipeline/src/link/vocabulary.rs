@@ -399,6 +399,31 @@ mod tests {
         assert_eq!(v.broader, vec![(0, 1), (1, 2), (2, 3)]);
     }
 
+    /// petgraph as the oracle of the hand-written cycle breaking: the DFS stays ours because
+    /// it must record each cycle's path and drop the back edge found when parents are visited
+    /// in ascending order (the documented, deterministic choice); petgraph's
+    /// `depth_first_search` keeps no path and visits neighbours in reverse insertion order.
+    #[test]
+    fn broken_graphs_are_acyclic_by_petgraph() {
+        use rand_pcg::rand_core::{Rng, SeedableRng};
+        let mut rng = rand_pcg::Pcg64::seed_from_u64(7);
+        for _ in 0..50 {
+            let n = 12usize;
+            let concepts: Vec<Concept> = (0..n).map(|i| c(&format!("c{i}"))).collect();
+            let edges: Vec<(String, String)> = (0..30)
+                .map(|_| (rng.next_u64() as usize % n, rng.next_u64() as usize % n))
+                .filter(|(a, b)| a != b)
+                .map(|(a, b)| (format!("c{a}"), format!("c{b}")))
+                .collect();
+            let v = Vocabulary::from_parts(concepts, &edges, "v".into()).unwrap();
+            let g = petgraph::graph::DiGraph::<(), ()>::from_edges(v.broader.iter().copied());
+            assert!(!petgraph::algo::is_cyclic_directed(&g), "{:?}", v.broader);
+            let dropped = v.broken_cycles.len();
+            let distinct: std::collections::HashSet<_> = edges.iter().collect();
+            assert_eq!(v.broader.len() + dropped, distinct.len());
+        }
+    }
+
     #[test]
     fn unknown_parent_and_duplicate_id() {
         let e = Vocabulary::from_parts(vec![c("a")], &[("a".into(), "zz".into())], "v".into())

@@ -21,3 +21,6 @@ mod visibility;
 mod crash;
 // Every file of a run opens as README documents; the golden run of format 1 still answers.
 mod parquet;
+// Inputs as tables: documents as Parquet and CSV give the run JSON Lines gives; communities
+// computed elsewhere (--membership) round-trip with detect-graph; each broken rule refused.
+mod tables;
