@@ -346,3 +346,45 @@ fn help_shows_the_default_of_every_detection_option() {
         }
     }
 }
+
+/// README's sample output is what the binary prints: the same lines, in the same order, with
+/// the same labels (the figures belong to the shipped corpus and the embedder, so they are
+/// not compared).
+#[test]
+fn readme_sample_output_has_the_layout_the_binary_prints() {
+    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
+    let start = readme
+        .find("```text\npublished run ")
+        .expect("README has a sample run");
+    let block = &readme[start + "```text\n".len()..];
+    let block = &block[..block.find("\nstatus: ").expect("then a sample answer")];
+    let label = |line: &str| -> String {
+        line.split("  ")
+            .map(str::trim)
+            .find(|s| !s.is_empty())
+            .unwrap_or_default()
+            .split(|c: char| c.is_ascii_digit())
+            .next()
+            .unwrap_or_default()
+            .trim()
+            .to_owned()
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_agrag-pipeline"))
+        .args(["run", "--threads", "2", "--root"])
+        .arg(dir.path())
+        .arg("--documents")
+        .arg(repo().join("data/fixtures/pubmedqa-60.jsonl"))
+        .env("EMBEDDING_PROVIDER", "hash")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let printed = String::from_utf8(out.stdout).unwrap();
+    let want: Vec<String> = block.lines().map(label).collect();
+    let got: Vec<String> = printed.lines().map(label).collect();
+    assert_eq!(got, want, "README:\n{block}\nprinted:\n{printed}");
+}
