@@ -494,16 +494,7 @@ pub(crate) fn search(
     }
     let overlay = match withdrawn.text_overlay(snap, hidden) {
         Ok(o) => o,
-        Err(e) => {
-            let message = e.to_string();
-            let mut a = ConceptAnswer::nothing(ConceptStatus::Failed, req.direction, &message);
-            a.run_id = Some(snap.run_id().to_owned());
-            a.failures.push(super::theme::Failure {
-                leg: "text".into(),
-                message,
-            });
-            return a;
-        }
+        Err(e) => return text_failed(snap, req, e.to_string()),
     };
 
     // Text scores, restricted to the filter: a keyword clause can only keep filter documents,
@@ -520,15 +511,7 @@ pub(crate) fn search(
     };
     let (query_scores, keyword) = match (text(&req.query), text(&req.keyword)) {
         (Ok(q), Ok(k)) => (q, k),
-        (Err(message), _) | (_, Err(message)) => {
-            let mut a = ConceptAnswer::nothing(ConceptStatus::Failed, req.direction, &message);
-            a.run_id = Some(snap.run_id().to_owned());
-            a.failures.push(super::theme::Failure {
-                leg: "text".into(),
-                message,
-            });
-            return a;
-        }
+        (Err(message), _) | (_, Err(message)) => return text_failed(snap, req, message),
     };
     let query_scores = query_scores.as_ref();
     let keyword = keyword.as_ref();
@@ -797,6 +780,17 @@ pub(crate) fn search(
         text,
         failures: Vec::new(),
     }
+}
+
+/// The answer of a search whose full-text leg failed: `failed`, naming the leg.
+fn text_failed(snap: &Snapshot, req: &ConceptRequest, message: String) -> ConceptAnswer {
+    let mut a = ConceptAnswer::nothing(ConceptStatus::Failed, req.direction, &message);
+    a.run_id = Some(snap.run_id().to_owned());
+    a.failures.push(super::theme::Failure {
+        leg: "text".into(),
+        message,
+    });
+    a
 }
 
 pub(crate) fn nothing(status: ConceptStatus, direction: Direction, why: &str) -> ConceptAnswer {

@@ -177,6 +177,16 @@ fn write_run(root: &Path) -> String {
     publish(root, &data, &embedder)
 }
 
+/// Aspirin documents, with the ten nearest to the hidden words as a vector clause.
+const VECTOR_CLAUSE: &[&str] = &[
+    "--term",
+    "Aspirin",
+    "--vector",
+    "zebrafish xylophone",
+    "--vector-k",
+    "10",
+];
+
 fn engine(root: &Path, args: &[&str]) -> Value {
     let out = Command::new(env!("CARGO_BIN_EXE_agrag-engine"))
         .args(args)
@@ -266,14 +276,7 @@ fn hidden_words_and_concepts_are_unsearchable_on_every_path() {
     assert_eq!(listed(&keyword), ["doc-a"]);
     let ranked = concepts(&["--term", "Aspirin", "--query", "xylophone"]);
     assert!(score_of(&ranked, "doc-a").unwrap() > 0.0, "{ranked}");
-    let vector = concepts(&[
-        "--term",
-        "Aspirin",
-        "--vector",
-        "zebrafish xylophone",
-        "--vector-k",
-        "10",
-    ]);
+    let vector = concepts(VECTOR_CLAUSE);
     assert_eq!(listed(&vector)[0], "doc-a", "{vector}");
     let themes = engine(root, &["themes", "zebrafish xylophone", "--limit", "5"]);
     assert_eq!(theme_ids(&themes), [0, 1, 2], "{themes}");
@@ -315,14 +318,7 @@ fn hidden_words_and_concepts_are_unsearchable_on_every_path() {
     // A shorter document: BM25's length normalisation raises the score a little, never to 0.
     assert!(after >= aspirin_score, "{after:?} vs {aspirin_score:?}");
     // The vector clause leaves out the document whose vector carries the hidden words.
-    let vector = concepts(&[
-        "--term",
-        "Aspirin",
-        "--vector",
-        "zebrafish xylophone",
-        "--vector-k",
-        "10",
-    ]);
+    let vector = concepts(VECTOR_CLAUSE);
     assert_eq!(listed(&vector), ["doc-b"], "{vector}");
     // Theme search: community 2 quotes the hidden passage; 0 and 1 do not.
     let themes = engine(root, &["themes", "zebrafish xylophone", "--limit", "5"]);
