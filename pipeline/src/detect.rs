@@ -34,7 +34,7 @@ pub enum CommunitySource<'a> {
     /// Hierarchical Leiden (or Louvain) on the run's graph.
     Detect,
     /// A membership table computed elsewhere ([`crate::membership`]); `entity_keys[i]` is the
-    /// key of entity `i` (its concept id, or a GraphRAG entity's title).
+    /// key of entity `i` (its concept id).
     Membership {
         /// The Parquet file.
         path: &'a Path,

@@ -35,7 +35,7 @@ pub enum PipelineError {
         /// What is wrong with it.
         reason: String,
     },
-    /// A row of an input table (documents, a GraphRAG index, a membership table) is invalid.
+    /// A row of an input table (documents, a membership table) is invalid.
     #[error("{path}: row {row} (counting from 0): {reason}")]
     Row {
         /// The file.

@@ -9,7 +9,7 @@
 //! | --- | --- | --- |
 //! | `level` | integer ≥ 0 | level of the community; levels are dense from 0 |
 //! | `entity_id` | integer | the entity's row of `entities.parquet` that the same input gives |
-//! | or `entity` | string | the entity's key: its concept id, or a GraphRAG entity's title |
+//! | or `entity` | string | the entity's key: its concept id |
 //! | `community_id` | integer | any id, unique across levels (remapped to dense ids) |
 //! | `parent_community_id` | integer, null at level 0 | the community of level − 1 it splits |
 //!
@@ -49,7 +49,7 @@ use crate::leiden::{Community, Hierarchy, LeidenConfig};
 enum EntityRef {
     /// By row of `entities.parquet`.
     Row(u32),
-    /// By key (concept id or GraphRAG title).
+    /// By key (concept id).
     Key(String),
 }
 
