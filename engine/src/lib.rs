@@ -9,6 +9,7 @@
 //!                              └── live visibility (visibility.sqlite, outside runs/)
 //!
 //! tools::ToolBox (settings: scope, MCP_MAX_HITS, EMBEDDING_*) ──► agent tools, mcp (feature `mcp`)
+//! run_report (manifest + a few columns of the tables) ──► `agrag-engine report`: JSON, HTML page
 //! ```
 //!
 //! [`format`](mod@format) owns the on-disk contract; the pipeline writes through it.

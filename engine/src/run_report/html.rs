@@ -294,9 +294,9 @@ fn run_section(h: &mut String, f: &RunReport) {
         h.push_str("<p class=\"muted\">The manifest records no timings.</p>");
     }
     let params = serde_json::to_string_pretty(&r.parameters).unwrap_or_default();
-    let _ = write!(
+    let _ = writeln!(
         h,
-        "</div></div></div><details><summary>All parameters (manifest.json)</summary><pre>{}</pre></details></section>\n",
+        "</div></div></div><details><summary>All parameters (manifest.json)</summary><pre>{}</pre></details></section>",
         text(&params)
     );
 }
@@ -388,11 +388,11 @@ fn levels_section(h: &mut String, f: &RunReport) {
     if f.levels.is_empty() {
         h.push_str("<tr><td colspan=\"9\">This run has no communities.</td></tr>");
     }
-    let _ = write!(
+    let _ = writeln!(
         h,
         "</tbody></table><p class=\"muted\">Leaves over <code>max_cluster_size</code> ({}) in all: {}{} \
          — communities that Leiden could not split further (no community structure inside at this \
-         resolution) or that reached the last level allowed.</p></section>\n",
+         resolution) or that reached the last level allowed.</p></section>",
         opt(f.detection.max_cluster_size),
         opt(f.detection.oversized_leaves),
         source_note(f.detection.oversized_leaves_source)
@@ -411,13 +411,13 @@ fn treemap_section(h: &mut String, f: &RunReport) {
     } else {
         format!(" All {} communities are drawn.", num(f.counts.communities))
     };
-    let _ = write!(
+    let _ = writeln!(
         h,
         "<section id=\"hierarchy\"><h2>Hierarchy</h2><p class=\"muted\">Area = members; colour = level-0 community, \
          darker = deeper. Click a box for its report; double-click (or “Zoom in”) to zoom.{sampled}</p>\
          <div class=\"tm-wrap\"><div class=\"tm-main\"><div id=\"crumbs\" class=\"crumbs\"></div>\
          <div id=\"treemap\" class=\"treemap\"><noscript>The treemap needs JavaScript.</noscript></div></div>\
-         <aside id=\"details\" class=\"details\"><p class=\"muted\">Click a community to see its report.</p></aside></div></section>\n"
+         <aside id=\"details\" class=\"details\"><p class=\"muted\">Click a community to see its report.</p></aside></div></section>"
     );
 }
 
@@ -442,12 +442,12 @@ fn largest_section(h: &mut String, f: &RunReport) {
             text(&c.top_members.join(" · "))
         );
     }
-    let _ = write!(
+    let _ = writeln!(
         h,
         "</tbody></table><h3>Strongest relationships</h3><p class=\"muted\">The {} largest level-0 \
          communities: up to {} members each (most connected inside first) and the {} heaviest \
          relationships among them; edge width = weight (passages mentioning both), colour = \
-         level-1 community.</p><div id=\"networks\" class=\"networks\"></div></section>\n",
+         level-1 community.</p><div id=\"networks\" class=\"networks\"></div></section>",
         f.sampling.drawings, f.sampling.drawing_node_limit, f.sampling.drawing_edge_limit
     );
 }
@@ -533,7 +533,8 @@ fn lineage_section(h: &mut String, f: &RunReport) {
             h.push_str("</tbody></table>");
         }
     }
-    if !l.note.is_empty() {
+    // Without a parent the sentence above says it all.
+    if !l.note.is_empty() && l.status != LineageStatus::NoParent {
         let _ = write!(h, "<p class=\"muted\">{}</p>", text(&l.note));
     }
     h.push_str("</section>\n");
@@ -549,7 +550,8 @@ fn visibility_section(h: &mut String, f: &RunReport) {
         return;
     }
     let cell = |c: &StateCounts, pick: fn(&StateCounts) -> u64| num(pick(c));
-    let kinds: [(&str, fn(&StateCounts) -> u64); 3] = [
+    type Pick = fn(&StateCounts) -> u64;
+    let kinds: [(&str, Pick); 3] = [
         ("hidden", |c| c.hidden),
         ("superseded", |c| c.superseded),
         ("deleted", |c| c.deleted),
@@ -571,11 +573,11 @@ fn visibility_section(h: &mut String, f: &RunReport) {
             cell(&v.document_flags, pick)
         );
     }
-    let _ = write!(
+    let _ = writeln!(
         h,
         "</tbody></table><p class=\"muted\">A passage counts as restricted as the more restrictive of its \
          own flag and its document's, as queries apply them. Hidden text is kept and filtered at query \
-         time; superseded and deleted text leaves the next run. Flags naming nothing in this run: {}.</p></section>\n",
+         time; superseded and deleted text leaves the next run. Flags naming nothing in this run: {}.</p></section>",
         num(v.flags_outside_run)
     );
 }

@@ -664,8 +664,15 @@ pub fn build(root: &Path, options: &Options) -> Result<Report> {
     let figures = RunReport {
         report_version: REPORT_VERSION,
         generated_at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
-        root: root.display().to_string(),
-        run_dir: dir.display().to_string(),
+        // Absolute and without `..`, so the page says where the run lives wherever it is read.
+        root: std::fs::canonicalize(root)
+            .unwrap_or_else(|_| root.to_owned())
+            .display()
+            .to_string(),
+        run_dir: std::fs::canonicalize(&dir)
+            .unwrap_or_else(|_| dir.clone())
+            .display()
+            .to_string(),
         run: RunHeader {
             run_id: run_id.clone(),
             created_at: manifest.created_at.clone(),
@@ -1105,10 +1112,11 @@ mod tests {
         let mut w = parquet::arrow::ArrowWriter::try_new(file, schema, None).unwrap();
         w.write(&batch).unwrap();
         w.close().unwrap();
-        let l = build(dir.path(), &Options::default())
-            .unwrap()
-            .figures
-            .lineage;
+        let report = build(dir.path(), &Options::default()).unwrap();
+        let page = report.to_html();
+        assert!(page.contains(parent), "the page names the parent");
+        assert!(page.contains("Biggest changes"));
+        let l = report.figures.lineage;
         assert_eq!(l.status, LineageStatus::Lineage);
         let events: Vec<(&str, u64)> = l.events.iter().map(|(k, v)| (k.as_str(), *v)).collect();
         assert_eq!(

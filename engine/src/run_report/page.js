@@ -164,7 +164,7 @@
   }
 
   function fill(n) {
-    if (n.agg) return 'url(#agg)';
+    if (n.agg) return '#e8ebef';
     var light = Math.max(46, 91 - n.box.depth * 10);
     return 'hsl(' + n.hue.toFixed(0) + ',48%,' + light + '%)';
   }
@@ -231,10 +231,6 @@
     lastWidth = width;
     container.textContent = '';
     var s = svg('svg', { viewBox: '0 0 ' + width + ' ' + HEIGHT, width: width, height: HEIGHT, role: 'img' }, container);
-    var defs = svg('defs', {}, s);
-    var pat = svg('pattern', { id: 'agg', width: 6, height: 6, patternUnits: 'userSpaceOnUse', patternTransform: 'rotate(45)' }, defs);
-    svg('rect', { width: 6, height: 6, fill: '#eceff3' }, pat);
-    svg('line', { x1: 0, y1: 0, x2: 0, y2: 6, stroke: '#d5dae1', 'stroke-width': 2 }, pat);
     var out = [];
     layout(view, 0, 0, width, HEIGHT, view.top ? -1 : 0, out);
     var drawn = 0;

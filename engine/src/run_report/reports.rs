@@ -17,11 +17,11 @@ use crate::format::schema::reports;
 /// Longest title kept, in characters.
 pub(crate) const MAX_TITLE_CHARS: usize = 160;
 /// Longest summary kept, in characters.
-pub(crate) const MAX_SUMMARY_CHARS: usize = 480;
+pub(crate) const MAX_SUMMARY_CHARS: usize = 360;
 /// Most findings kept per report.
-pub(crate) const MAX_FINDINGS: usize = 4;
+pub(crate) const MAX_FINDINGS: usize = 3;
 /// Longest finding kept, in characters.
-pub(crate) const MAX_FINDING_CHARS: usize = 320;
+pub(crate) const MAX_FINDING_CHARS: usize = 240;
 
 /// The text of one report, cut to the limits above (a cut ends with `…`).
 #[derive(Debug, Clone, Default, PartialEq)]

@@ -16,7 +16,7 @@ use serde::Serialize;
 use super::hierarchy::Hierarchy;
 
 /// Most communities the treemap draws.
-pub const MAX_TREEMAP_NODES: usize = 2000;
+pub const MAX_TREEMAP_NODES: usize = 1500;
 
 /// The communities chosen for the treemap.
 pub(crate) struct Selection {

@@ -20,6 +20,8 @@ mod mcp_stdio;
 mod mcp_http;
 // Operations: reload and watcher, gc while served, damaged files refused, `verify`.
 mod ops;
+// The run report (`agrag-engine report`): page and JSON, bad input, bounds, a real browser.
+mod run_report;
 // Read-only snapshots: a read-only mount served and verified, writing nothing.
 mod read_only;
 // Concurrency: two processes flipping flags, four reader threads, on the golden run.
