@@ -11,9 +11,10 @@
 //!
 //! The script records what it did on the `<html>` element, for tests and for anyone
 //! debugging the page: `data-report-ready="1"` once it has run, `data-treemap-nodes` (the
-//! community boxes of the whole-hierarchy view), `data-treemap-aggregates`,
-//! `data-networks-drawn`, and `data-script-errors` (absent unless a script error happened:
-//! the messages, separated by ` | `).
+//! community boxes of the whole-hierarchy view), `data-treemap-view-nodes` (those of the
+//! view shown now), `data-treemap-aggregates`, `data-networks-drawn`, and
+//! `data-script-errors` (absent unless a script error happened: the messages, separated by
+//! ` | `). The address `OUT.html#community=ID` opens the page zoomed on community `ID`.
 
 use std::fmt::Write as _;
 

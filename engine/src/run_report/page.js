@@ -258,6 +258,7 @@
       }
     });
     drawCrumbs();
+    root.setAttribute('data-treemap-view-nodes', String(drawn));
     return drawn;
   }
 
@@ -282,6 +283,10 @@
     if (selected && selected.rect) selected.rect.removeAttribute('class');
     selected = n;
     if (n && n.rect) n.rect.setAttribute('class', 'sel');
+    // The address names the community, so a link to the page can point at it.
+    try {
+      if (n && window.history && history.replaceState) history.replaceState(null, '', '#community=' + n.id);
+    } catch (e) { /* some browsers refuse it for file: pages; the page works without */ }
     details.textContent = '';
     if (!n) {
       tag('p', 'muted', 'Click a community to see its report.', details);
@@ -420,7 +425,15 @@
     root.setAttribute('data-treemap-nodes', String(nodes));
     root.setAttribute('data-treemap-aggregates', String(data.aggregates.length));
     root.setAttribute('data-networks-drawn', String(drawNetworks()));
-    if (top.kids.length && top.kids[0].d) select(top.kids[0]);
+    // `#community=ID` opens the page zoomed on that community (on its parent for a leaf).
+    var wanted = /^#community=(\d+)$/.exec(window.location.hash || '');
+    var target = wanted ? byId[Number(wanted[1])] : null;
+    if (target) {
+      zoom(target.kids.length ? target : target.parent);
+      select(target);
+    } else if (top.kids.length && top.kids[0].d) {
+      select(top.kids[0]);
+    }
     window.addEventListener('resize', function () {
       if (Math.abs((container.clientWidth || 0) - lastWidth) > 8) draw();
     });

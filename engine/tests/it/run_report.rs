@@ -454,10 +454,11 @@ fn find_chromium() -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
-/// Runs headless Chromium on `page` with `extra` arguments; its standard output on success.
+/// Runs headless Chromium on `page` (with `#fragment` when not empty) with `extra` arguments;
+/// its standard output on success.
 /// Output goes to files, not pipes: a DOM dump larger than a pipe's buffer would block the
 /// browser until it is read.
-fn chromium(browser: &Path, profile: &Path, page: &Path, extra: &[&str]) -> String {
+fn chromium(browser: &Path, profile: &Path, page: &Path, fragment: &str, extra: &[&str]) -> String {
     let stdout = profile.join("stdout.txt");
     let stderr = profile.join("stderr.txt");
     let mut child = Command::new(browser)
@@ -475,7 +476,7 @@ fn chromium(browser: &Path, profile: &Path, page: &Path, extra: &[&str]) -> Stri
             profile.join("profile").display()
         ))
         .args(extra)
-        .arg(format!("file://{}", page.display()))
+        .arg(format!("file://{}{fragment}", page.display()))
         .stdin(Stdio::null())
         .stdout(std::fs::File::create(&stdout).unwrap())
         .stderr(std::fs::File::create(&stderr).unwrap())
@@ -498,6 +499,35 @@ fn chromium(browser: &Path, profile: &Path, page: &Path, extra: &[&str]) -> Stri
     std::fs::read_to_string(&stdout).unwrap()
 }
 
+/// Number of communities in the subtree of `community` (itself included).
+fn subtree_size(root: &Path, run_id: &str, community: u32) -> u64 {
+    use agrag_engine::format::schema::communities;
+    use arrow_array::Array;
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::UInt32Type;
+    let path = Layout::new(root).run_dir(run_id).join(communities::FILE);
+    let batch =
+        agrag_engine::format::reader::read_parquet(&path, &communities::schema(), Some(run_id))
+            .unwrap();
+    let parent = batch
+        .column_by_name(communities::PARENT)
+        .unwrap()
+        .as_primitive::<UInt32Type>();
+    let parent_of = |c: usize| parent.is_valid(c).then(|| parent.value(c) as usize);
+    (0..batch.num_rows())
+        .filter(|&c| {
+            let mut at = Some(c);
+            while let Some(x) = at {
+                if x == community as usize {
+                    return true;
+                }
+                at = parent_of(x);
+            }
+            false
+        })
+        .count() as u64
+}
+
 /// The value of attribute `name` of the `<html>` element in a DOM dump.
 fn html_attribute(dom: &str, name: &str) -> Option<String> {
     let start = dom.find("<html")?;
@@ -513,7 +543,7 @@ fn html_attribute(dom: &str, name: &str) -> Option<String> {
 fn check_in_browser(browser: &Path, page: &Path, communities: u64, networks: u64) -> f64 {
     let profile = tempfile::tempdir().unwrap();
     let start = Instant::now();
-    let dom = chromium(browser, profile.path(), page, &["--dump-dom"]);
+    let dom = chromium(browser, profile.path(), page, "", &["--dump-dom"]);
     let seconds = start.elapsed().as_secs_f64();
     assert_eq!(
         html_attribute(&dom, "data-script-errors"),
@@ -570,13 +600,27 @@ fn the_page_renders_in_headless_chromium() {
     let seconds = check_in_browser(&browser, &html, communities, drawings);
     println!("golden run: {communities} communities drawn, page loaded in {seconds:.2} s");
 
+    // Opened at a community, the page zooms on it: the view holds it and its descendants.
+    let target = f["largest_communities"][0]["community_id"]
+        .as_u64()
+        .unwrap() as u32;
+    let run_id = f["run"]["run_id"].as_str().unwrap();
+    let profile = tempfile::tempdir().unwrap();
+    let fragment = format!("#community={target}");
+    let dom = chromium(&browser, profile.path(), &html, &fragment, &["--dump-dom"]);
+    assert_eq!(html_attribute(&dom, "data-script-errors"), None);
+    assert_eq!(
+        html_attribute(&dom, "data-treemap-view-nodes"),
+        Some(subtree_size(&golden_root(), run_id, target).to_string())
+    );
+
     let shot = std::env::var_os("AGRAG_REPORT_SCREENSHOT").map_or_else(
         || std::env::temp_dir().join("agrag-report.png"),
         PathBuf::from,
     );
     let profile = tempfile::tempdir().unwrap();
     let arg = format!("--screenshot={}", shot.display());
-    chromium(&browser, profile.path(), &html, &[&arg]);
+    chromium(&browser, profile.path(), &html, "", &[&arg]);
     let png = std::fs::read(&shot).unwrap();
     assert!(png.starts_with(b"\x89PNG\r\n\x1a\n"), "not a PNG");
     assert!(
@@ -605,6 +649,6 @@ fn the_page_renders_in_headless_chromium() {
     let shot = shot.with_file_name("agrag-report-large.png");
     let profile = tempfile::tempdir().unwrap();
     let arg = format!("--screenshot={}", shot.display());
-    chromium(&browser, profile.path(), &html, &[&arg]);
+    chromium(&browser, profile.path(), &html, "", &[&arg]);
     println!("screenshot of the large run: {}", shot.display());
 }
