@@ -7,7 +7,7 @@
 //!   result with `isError: true`, the text `Invalid arguments. …` naming each bad field, and
 //!   the structured `{"error": "invalid_arguments", "errors": [{field, reason}]}`; no search
 //!   runs. An unknown tool is a JSON-RPC `invalid params` error (-32602) naming the tools.
-//! * Protocol errors are answered, never dropped ([`protocol`]): input that is not JSON gets
+//! * Protocol errors are answered, never dropped (module `protocol`): input that is not JSON gets
 //!   -32700 (over HTTP with status 400), JSON that is not a message -32600, a stdio line over
 //!   [`MAX_LINE_BYTES`] -32600, a `tools/call` whose `params`, `name` or `arguments` has the
 //!   wrong shape -32602 naming that field, and a request before `initialize` on stdio -32002

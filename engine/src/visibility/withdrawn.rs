@@ -7,7 +7,7 @@
 //!
 //! 1. *Concept membership* (`concept` node field): a document that has a hidden passage keeps
 //!    a concept only through a way of the run's concept evidence whose passages are all
-//!    visible (see [`ConceptEvidence`](crate::snapshot::evidence::ConceptEvidence)). The
+//!    visible (see [`crate::snapshot::evidence::ConceptEvidence`]). The
 //!    `mesh` field holds the input's own document-level headings: it follows the document's
 //!    flag only.
 //! 2. *Linked coverage* counts such a document as linked while one concept still stands.
