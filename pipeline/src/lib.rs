@@ -21,5 +21,6 @@ pub mod membership;
 pub mod publish;
 pub mod report;
 pub mod run;
+mod stages;
 
 pub use error::{PipelineError, Result};

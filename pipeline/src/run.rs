@@ -1,6 +1,6 @@
 //! The nightly job: ingest → link → graph → detect → report → embed → publish.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashSet};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
@@ -15,12 +15,15 @@ use serde::Serialize;
 use crate::detect::{CommunitySource, Detected, detect_communities};
 use crate::error::{PipelineError, Result};
 use crate::graph::Graph;
-use crate::graph::builder::{Mention, cooccurrence};
 use crate::ingest::{ColumnNames, DocumentsFormat, read_documents};
 use crate::leiden::LeidenConfig;
-use crate::link::{DocumentConcepts, DocumentLinker, LinkConfig, TermIndex, load_vocabulary};
-use crate::publish::{ConceptEvidence, RunTables, publish};
+use crate::link::{LinkConfig, load_vocabulary};
+use crate::publish::{RunTables, publish};
 use crate::report::{Adjacency, PassageRef, ReportWriter, community_context};
+use crate::stages::{
+    EntityGraph, GivenGraph, Linked, PassageFlags, cooccurrence_graph, given_graph, given_links,
+    link_corpus, read_index,
+};
 
 /// Texts per embedding call: enough to amortize a transformer batch, small enough that both
 /// cores get work on a few hundred reports.
@@ -86,8 +89,12 @@ pub struct Sources {
     pub documents_format: Option<DocumentsFormat>,
     /// Column names of a documents table.
     pub columns: ColumnNames,
-    /// A membership table (Parquet) that replaces detection; see [`crate::membership`].
+    /// A membership table (Parquet) that replaces detection; see [`crate::membership`]. With
+    /// [`Sources::graphrag`] its `entity` column holds GraphRAG entity titles.
     pub membership: Option<PathBuf>,
+    /// A GraphRAG index folder that replaces the documents, the vocabulary, linking and the
+    /// co-occurrence graph; see [`crate::ingest::graphrag`].
+    pub graphrag: Option<PathBuf>,
 }
 
 /// What a run did, printed at the end and stored in the manifest's `stats`.
@@ -220,7 +227,33 @@ fn run_in_pool(cfg: &RunConfig, sources: &Sources) -> Result<RunSummary> {
 
     // 1. Ingest.
     let (bar, t) = phases.start("ingest", None);
-    let mut corpus = read_documents(&cfg.documents, sources.documents_format, &sources.columns)?;
+    let mut dropped_relationships = 0usize;
+    let (mut corpus, index_vocabulary, given) = match &sources.graphrag {
+        Some(dir) => {
+            let index = read_index(dir)?;
+            if !index.dropped_relationships.is_empty() {
+                tracing::warn!(
+                    rows = ?index.dropped_relationships,
+                    "relationships.parquet: {} relationships name an entity title that entities.parquet lacks; left out",
+                    index.dropped_relationships.len()
+                );
+            }
+            dropped_relationships = index.dropped_relationships.len();
+            (
+                index.corpus,
+                Some(index.vocabulary),
+                Some(GivenGraph {
+                    mentions: index.mentions,
+                    edges: index.edges,
+                }),
+            )
+        }
+        None => (
+            read_documents(&cfg.documents, sources.documents_format, &sources.columns)?,
+            None,
+            None,
+        ),
+    };
     corpus.documents.sort_by(|a, b| a.key.cmp(&b.key));
     let num_passages = corpus.num_passages();
     phases.finish(
@@ -279,9 +312,12 @@ fn run_in_pool(cfg: &RunConfig, sources: &Sources) -> Result<RunSummary> {
     }
     let num_excluded = passage_excluded.iter().filter(|x| **x).count();
 
-    // 2. Link.
+    // 2. Link: the vocabulary's terms found in the passages, or the mentions an index gives.
     let (bar, t) = phases.start("link", Some(num_passages as u64));
-    let vocab = load_vocabulary(&cfg.vocabulary)?;
+    let vocab = match index_vocabulary {
+        Some(v) => v,
+        None => load_vocabulary(&cfg.vocabulary)?,
+    };
     for c in &vocab.broken_cycles {
         tracing::warn!(
             "vocabulary cycle {:?} broken by dropping {} -> {}",
@@ -290,117 +326,71 @@ fn run_in_pool(cfg: &RunConfig, sources: &Sources) -> Result<RunSummary> {
             c.dropped_edge.1
         );
     }
-    // Whole documents (title + passages that are not deleted or superseded), in parallel.
-    let linker = DocumentLinker::new(&vocab, &cfg.link)?;
-    let mut first_passage = Vec::with_capacity(corpus.documents.len());
-    let mut next = 0usize;
-    for doc in &corpus.documents {
-        first_passage.push(next);
-        next += doc.passages.len();
-    }
-    let linked: Vec<Option<(Vec<usize>, DocumentConcepts)>> = corpus
-        .documents
-        .par_iter()
-        .zip(first_passage.par_iter())
-        .map(|(doc, &first)| {
-            let kept: Vec<usize> = (first..first + doc.passages.len())
-                .filter(|&p| !passage_excluded[p])
-                .collect();
-            bar.inc(doc.passages.len() as u64);
-            if kept.is_empty() {
-                return None;
-            }
-            let texts: Vec<&str> = kept.iter().map(|&p| passage_refs[p].text).collect();
-            Some((kept, linker.link_document(&doc.title, &texts)))
-        })
-        .collect();
-    let mut mentions = Vec::new();
-    let mut occurrences: HashMap<(u32, u32), u32> = HashMap::new();
-    let mut document_linked = vec![false; corpus.documents.len()];
-    let mut document_concepts: Vec<(&'static str, u32, u32)> = Vec::new();
-    let mut concept_evidence: Vec<ConceptEvidence> = Vec::new();
-    for (d, found) in linked.iter().enumerate() {
-        let Some((kept, dc)) = found else {
-            continue;
-        };
-        for (&p, concepts) in kept.iter().zip(&dc.passage_mentions) {
-            if passage_hidden[p] {
-                continue;
-            }
-            for &(c, n) in concepts {
-                mentions.push(Mention {
-                    passage: p as u32,
-                    concept: c,
-                });
-                occurrences.insert((p as u32, c), n);
-            }
+    let visible = PassageFlags {
+        excluded: &passage_excluded,
+        hidden: &passage_hidden,
+    };
+    let (linked, link_message) = match &given {
+        Some(index) => {
+            let l = given_links(
+                &index.mentions,
+                &passage_refs,
+                visible,
+                corpus.documents.len(),
+            );
+            bar.inc(num_passages as u64);
+            let m = format!(
+                "{} mentions given, {} of {} documents linked",
+                l.mentions.len(),
+                l.linked_documents(),
+                corpus.documents.len()
+            );
+            (l, m)
         }
-        for (x, ways) in dc.concepts.iter().zip(&dc.evidence) {
-            document_concepts.push((NODE_FIELD_CONCEPT, d as u32, x.concept));
-            for (w, way) in ways.iter().enumerate() {
-                let w = w as u32;
-                if way.is_empty() {
-                    concept_evidence.push((d as u32, x.concept, w, None));
-                }
-                for &k in way {
-                    concept_evidence.push((d as u32, x.concept, w, Some(kept[k as usize] as u32)));
-                }
-            }
+        None => {
+            let (l, patterns) = link_corpus(
+                &corpus,
+                &vocab,
+                &cfg.link,
+                &passage_refs,
+                visible,
+                &excluded_documents,
+                &bar,
+            )?;
+            let m = format!(
+                "{} mentions, {} of {} documents linked, {patterns} patterns",
+                l.mentions.len(),
+                l.linked_documents(),
+                corpus.documents.len()
+            );
+            (l, m)
         }
-        document_linked[d] = !dc.concepts.is_empty();
-    }
-    // The input's own headings, resolved by preferred term or synonym (case-folded).
-    let term_index = TermIndex::new(&vocab);
-    let mut unresolved_headings = 0usize;
-    for (d, doc) in corpus.documents.iter().enumerate() {
-        if excluded_documents.contains(&doc.key) {
-            continue;
-        }
-        for h in &doc.headings {
-            match term_index.get(h) {
-                Some(c) => document_concepts.push((NODE_FIELD_MESH, d as u32, c)),
-                None => unresolved_headings += 1,
-            }
-        }
-    }
+    };
+    phases.finish("link", bar, t, link_message);
+    let Linked {
+        mentions,
+        occurrences,
+        document_linked,
+        document_concepts,
+        concept_evidence,
+        unresolved_headings,
+    } = linked;
     let num_mentions = mentions.len();
     let linked_documents = document_linked.iter().filter(|x| **x).count();
-    phases.finish(
-        "link",
-        bar,
-        t,
-        format!(
-            "{num_mentions} mentions, {linked_documents} of {} documents linked, {} patterns",
-            corpus.documents.len(),
-            linker.num_patterns()
-        ),
-    );
 
-    // 3. Graph.
+    // 3. Graph: co-occurrence of the mentions, or the index's own relationships.
     let (bar, t) = phases.start("graph", None);
-    let co = cooccurrence(&mentions)?;
+    let entities = match given {
+        Some(index) => given_graph(vocab.len(), index.edges, &mentions, &occurrences)?,
+        None => cooccurrence_graph(&mentions, &occurrences)?,
+    };
+    let EntityGraph {
+        co,
+        entity_passages,
+        mention_counts,
+    } = entities;
     let num_entities = co.entity_concepts.len();
     let graph = Graph::from_edges(num_entities, &co.edges)?;
-    let mut entity_passages: Vec<Vec<u32>> = vec![Vec::new(); num_entities];
-    let mut mention_counts = Vec::with_capacity(num_mentions);
-    for m in &mentions {
-        let e = co.entity_concepts.binary_search(&m.concept).map_err(|_| {
-            PipelineError::Internal("mention of a concept that is not an entity".into())
-        })? as u32;
-        entity_passages[e as usize].push(m.passage);
-        mention_counts.push((
-            e,
-            m.passage,
-            occurrences
-                .get(&(m.passage, m.concept))
-                .copied()
-                .unwrap_or(1),
-        ));
-    }
-    for ps in &mut entity_passages {
-        ps.sort_unstable();
-        ps.dedup();
-    }
     phases.finish(
         "graph",
         bar,
@@ -411,6 +401,13 @@ fn run_in_pool(cfg: &RunConfig, sources: &Sources) -> Result<RunSummary> {
     // 4. Detect, or take the communities computed elsewhere.
     let (bar, t) = phases.start("detect", None);
     let entity_keys: Vec<String> = match &sources.membership {
+        // A GraphRAG user knows entities by title (ids are opaque hashes); titles are unique
+        // in a GraphRAG index, which merges entities by title.
+        Some(_) if sources.graphrag.is_some() => co
+            .entity_concepts
+            .iter()
+            .map(|&c| vocab.concepts[c as usize].preferred_term.clone())
+            .collect(),
         Some(_) => co
             .entity_concepts
             .iter()
@@ -534,7 +531,11 @@ fn run_in_pool(cfg: &RunConfig, sources: &Sources) -> Result<RunSummary> {
         "documents": cfg.documents,
         "vocabulary": cfg.vocabulary,
         "link": cfg.link,
-        "graph": {"kind": "co-occurrence", "weight": "passages mentioning both"},
+        "graph": match &sources.graphrag {
+            Some(_) => serde_json::json!({"kind": "graphrag relationships", "weight": "sum of relationship weights"}),
+            None => serde_json::json!({"kind": "co-occurrence", "weight": "passages mentioning both"}),
+        },
+        "graphrag": sources.graphrag,
         "detection": cfg.leiden,
         "membership": sources.membership,
         "report_writer": cfg.report_writer.name(),
@@ -584,6 +585,12 @@ fn run_in_pool(cfg: &RunConfig, sources: &Sources) -> Result<RunSummary> {
     if let Some(obj) = stats.as_object_mut() {
         obj.remove("run_dir");
         obj.insert("unresolved_headings".into(), unresolved_headings.into());
+        if sources.graphrag.is_some() {
+            obj.insert(
+                "graphrag_relationships_dropped".into(),
+                dropped_relationships.into(),
+            );
+        }
         obj.insert(
             "vocabulary_cycles_broken".into(),
             serde_json::to_value(&vocab.broken_cycles).unwrap_or_default(),

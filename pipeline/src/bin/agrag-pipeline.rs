@@ -159,6 +159,10 @@ struct RunArgs {
     /// community_id, parent_community_id); replaces detection
     #[arg(long)]
     membership: Option<PathBuf>,
+    /// GraphRAG index folder (entities, relationships, text_units and documents .parquet);
+    /// replaces --documents, --vocabulary, linking and the co-occurrence graph
+    #[arg(long, conflicts_with_all = ["documents", "vocabulary"])]
+    graphrag: Option<PathBuf>,
     /// Vocabulary folder with concepts.tsv and broader.tsv [default: the shipped MeSH]
     #[arg(long)]
     vocabulary: Option<PathBuf>,
@@ -296,6 +300,7 @@ fn run_cmd(a: RunArgs) -> Result<(), (u8, anyhow::Error)> {
             title: a.title_column,
         },
         membership: a.membership,
+        graphrag: a.graphrag,
     };
     let summary = run_with(&cfg, &sources).map_err(|e| {
         let code = if is_bad_input(&e) { 2 } else { 1 };

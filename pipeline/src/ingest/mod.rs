@@ -40,6 +40,8 @@ use serde::Deserialize;
 use crate::error::{PipelineError, Result};
 
 #[cfg(feature = "polars")]
+pub mod graphrag;
+#[cfg(feature = "polars")]
 mod table;
 
 /// The format of a documents file.

@@ -24,3 +24,6 @@ mod parquet;
 // Inputs as tables: documents as Parquet and CSV give the run JSON Lines gives; communities
 // computed elsewhere (--membership) round-trip with detect-graph; each broken rule refused.
 mod tables;
+// A GraphRAG index as input: the shipped index publishes and answers, GraphRAG's own
+// communities come in as a membership table, a broken index is refused naming file and field.
+mod graphrag;
