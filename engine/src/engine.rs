@@ -542,10 +542,14 @@ impl Engine {
         }
         let view = self.view()?;
         let Some(snap) = view.snapshot() else {
+            let why = match self.not_ready_reason() {
+                Some(reason) => format!("no run is served ({reason})"),
+                None => "no run is served".to_owned(),
+            };
             return Ok(concept::nothing(
                 ConceptStatus::IndexNotReady,
                 req.direction,
-                "no run is served",
+                &why,
             ));
         };
         if !snap.concept_index.relations.contains_key(&req.relation) {

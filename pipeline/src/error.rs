@@ -85,7 +85,8 @@ pub enum PipelineError {
     },
     /// An input file is in a text encoding other than UTF-8 (UTF-16 or UTF-32).
     #[error(
-        "{path}: the file is {encoding}; documents must be UTF-8 (convert it, e.g. `iconv -f UTF-16 -t UTF-8`)"
+        "{path}: the file is {encoding}; documents must be UTF-8 (convert it, e.g. `iconv -f {} -t UTF-8`)",
+        .encoding.split(' ').next().unwrap_or_default()
     )]
     UnsupportedEncoding {
         /// The file.

@@ -344,6 +344,10 @@ fn a_query_answered_index_not_ready_exits_1() {
             stderr.contains(&format!("{name} answered index_not_ready")),
             "{stderr}"
         );
+        if command == "concepts" {
+            // The answer says why: no LATEST under this root.
+            assert!(stdout.contains("no LATEST file"), "{stdout}");
+        }
     }
 }
 
