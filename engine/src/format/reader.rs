@@ -6,7 +6,7 @@ use std::path::Path;
 use arrow_array::{Array, RecordBatch};
 use arrow_schema::Schema;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
-use parquet::file::metadata::RowGroupMetaData;
+use parquet::file::metadata::{ParquetMetaData, RowGroupMetaData};
 
 use super::META_RUN_ID;
 use crate::error::{EngineError, Result};
@@ -38,18 +38,7 @@ pub fn read_parquet_row_groups(
     let builder = ParquetRecordBatchReaderBuilder::try_new(file)
         .map_err(|e| EngineError::corrupt(path, format!("not a readable Parquet file: {e}")))?;
     if let Some(want) = run_id {
-        let found = builder
-            .metadata()
-            .file_metadata()
-            .key_value_metadata()
-            .and_then(|kv| kv.iter().find(|k| k.key == META_RUN_ID))
-            .and_then(|k| k.value.clone());
-        if found.as_deref() != Some(want) {
-            return Err(EngineError::corrupt(
-                path,
-                format!("run_id metadata is {found:?}, expected {want:?}"),
-            ));
-        }
+        check_run_id(path, builder.metadata(), want)?;
     }
     let schema = builder.schema().clone();
     check_schema(path, &schema, expected)?;
@@ -76,6 +65,27 @@ pub fn read_parquet_row_groups(
     batch
         .project(&indices)
         .map_err(|e| EngineError::corrupt(path, e.to_string()))
+}
+
+/// Checks that the Parquet file at `path`, whose metadata is `metadata`, belongs to run `want`
+/// (its `run_id` key-value metadata).
+///
+/// # Errors
+/// [`EngineError::Corrupt`] naming the file when the key is missing or names another run.
+pub fn check_run_id(path: &Path, metadata: &ParquetMetaData, want: &str) -> Result<()> {
+    let found = metadata
+        .file_metadata()
+        .key_value_metadata()
+        .and_then(|kv| kv.iter().find(|k| k.key == META_RUN_ID))
+        .and_then(|k| k.value.clone());
+    if found.as_deref() == Some(want) {
+        Ok(())
+    } else {
+        Err(EngineError::corrupt(
+            path,
+            format!("run_id metadata is {found:?}, expected {want:?}"),
+        ))
+    }
 }
 
 /// Checks that `found` has every field of `expected`, with the same data type.

@@ -14,8 +14,7 @@ use parquet::arrow::arrow_reader::{ParquetRecordBatchReader, ParquetRecordBatchR
 
 use super::progress::Progress;
 use crate::error::{EngineError, Result};
-use crate::format::META_RUN_ID;
-use crate::format::reader::check_schema;
+use crate::format::reader::{check_run_id, check_schema};
 
 /// Rows decoded per batch: large enough for fast scans, small enough that a batch of the
 /// widest projection stays a few MB.
@@ -40,18 +39,7 @@ impl Table {
         let builder = ParquetRecordBatchReaderBuilder::try_new(handle).map_err(|e| {
             EngineError::corrupt(&path, format!("not a readable Parquet file: {e}"))
         })?;
-        let found = builder
-            .metadata()
-            .file_metadata()
-            .key_value_metadata()
-            .and_then(|kv| kv.iter().find(|k| k.key == META_RUN_ID))
-            .and_then(|k| k.value.clone());
-        if found.as_deref() != Some(run_id) {
-            return Err(EngineError::corrupt(
-                &path,
-                format!("run_id metadata is {found:?}, expected {run_id:?}"),
-            ));
-        }
+        check_run_id(&path, builder.metadata(), run_id)?;
         let schema: SchemaRef = builder.schema().clone();
         check_schema(&path, &schema, wanted)?;
         let roots: Vec<usize> = wanted

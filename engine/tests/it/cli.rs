@@ -2,31 +2,11 @@
 //! served, the effective state `visibility get` reports, and roots that hold no snapshot.
 
 use std::path::Path;
-use std::process::{Command, Output};
 
 use agrag_engine::format::Layout;
 use serde_json::Value;
 
-use crate::common::concept_run;
-
-fn engine(args: &[&str], root: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_agrag-engine"))
-        .args(args)
-        .arg("--root")
-        .arg(root)
-        .env_remove("AGRAG_ROOT")
-        .output()
-        .unwrap()
-}
-
-fn show(o: &Output) -> String {
-    format!(
-        "exit {:?}\nstdout: {}\nstderr: {}",
-        o.status.code(),
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
+use crate::common::{concept_run, describe as show, engine_at};
 
 /// A run with two documents of one passage each: `d1` (`d1#0`) and `d2` (`d2#0`).
 fn two_documents(root: &Path) -> String {
@@ -61,7 +41,7 @@ fn evidence_on_an_unready_snapshot_answers_index_not_ready() {
     let empty = tempfile::tempdir().unwrap();
 
     for root in [damaged.path(), empty.path()] {
-        let out = engine(&["evidence", "d1#0", "d2#0"], root);
+        let out = engine_at(root, &["evidence", "d1#0", "d2#0"]);
         let stdout = String::from_utf8_lossy(&out.stdout);
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(1), "{}", show(&out));
@@ -74,7 +54,7 @@ fn evidence_on_an_unready_snapshot_answers_index_not_ready() {
             show(&out)
         );
 
-        let out = engine(&["evidence", "--json", "d1#0"], root);
+        let out = engine_at(root, &["evidence", "--json", "d1#0"]);
         assert_eq!(out.status.code(), Some(1), "{}", show(&out));
         let answer: Value = serde_json::from_slice(&out.stdout).unwrap();
         assert_eq!(answer["status"], "index_not_ready", "{answer}");
@@ -85,7 +65,7 @@ fn evidence_on_an_unready_snapshot_answers_index_not_ready() {
     // A served run: `ok`, exit 0.
     let good = tempfile::tempdir().unwrap();
     let run_id = two_documents(good.path());
-    let out = engine(&["evidence", "--json", "d1#0", "x#9"], good.path());
+    let out = engine_at(good.path(), &["evidence", "--json", "d1#0", "x#9"]);
     assert_eq!(out.status.code(), Some(0), "{}", show(&out));
     let answer: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(answer["status"], "ok", "{answer}");
@@ -103,20 +83,20 @@ fn visibility_get_gives_the_effective_state_and_its_flag() {
     let set = |args: &[&str]| {
         let mut all = vec!["visibility", "set"];
         all.extend_from_slice(args);
-        let out = engine(&all, dir.path());
+        let out = engine_at(dir.path(), &all);
         assert_eq!(out.status.code(), Some(0), "{}", show(&out));
     };
     let get = |args: &[&str]| {
         let mut all = vec!["visibility", "get"];
         all.extend_from_slice(args);
-        let out = engine(&all, dir.path());
+        let out = engine_at(dir.path(), &all);
         assert_eq!(out.status.code(), Some(0), "{}", show(&out));
         String::from_utf8_lossy(&out.stdout).trim().to_owned()
     };
     let get_json = |args: &[&str]| -> Value {
         let mut all = vec!["visibility", "get", "--json"];
         all.extend_from_slice(args);
-        let out = engine(&all, dir.path());
+        let out = engine_at(dir.path(), &all);
         assert_eq!(out.status.code(), Some(0), "{}", show(&out));
         serde_json::from_slice(&out.stdout).unwrap()
     };
@@ -184,7 +164,7 @@ fn visibility_commands_refuse_a_root_that_holds_no_snapshot() {
         &["visibility", "list"],
     ];
     for args in commands {
-        let out = engine(args, &typo);
+        let out = engine_at(&typo, args);
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {}", show(&out));
         assert!(
@@ -195,7 +175,7 @@ fn visibility_commands_refuse_a_root_that_holds_no_snapshot() {
     }
     // An existing folder that is not a root is refused too, and left as it was.
     let plain = tempfile::tempdir().unwrap();
-    let out = engine(commands[0], plain.path());
+    let out = engine_at(plain.path(), commands[0]);
     assert_eq!(out.status.code(), Some(2), "{}", show(&out));
     assert_eq!(std::fs::read_dir(plain.path()).unwrap().count(), 0);
 
@@ -203,7 +183,7 @@ fn visibility_commands_refuse_a_root_that_holds_no_snapshot() {
     let root = tempfile::tempdir().unwrap();
     two_documents(root.path());
     for args in commands {
-        let out = engine(args, root.path());
+        let out = engine_at(root.path(), args);
         assert_eq!(out.status.code(), Some(0), "{args:?}: {}", show(&out));
     }
 }

@@ -1,6 +1,7 @@
 //! Small runs written through the real writer (`format::write_run`), for engine tests.
 
 use std::path::Path;
+use std::process::{Command, Output};
 
 use agrag_engine::embed::{Embedder, HashEmbedder};
 use agrag_engine::format::tables::{ConceptRow, DocumentRow, PassageRow};
@@ -82,4 +83,25 @@ pub fn publish(root: &Path, data: &RunData, embedder: &dyn Embedder) -> String {
     .unwrap();
     layout.write_latest(&run_id).unwrap();
     run_id
+}
+
+/// Runs `agrag-engine ARGS --root ROOT` (with `AGRAG_ROOT` unset) and returns its output.
+pub fn engine_at(root: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_agrag-engine"))
+        .args(args)
+        .arg("--root")
+        .arg(root)
+        .env_remove("AGRAG_ROOT")
+        .output()
+        .unwrap()
+}
+
+/// Exit code, standard output and standard error of `o`, for assertion messages.
+pub fn describe(o: &Output) -> String {
+    format!(
+        "exit {:?}\nstdout: {}\nstderr: {}",
+        o.status.code(),
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
 }

@@ -7,11 +7,11 @@
 //! errors are not reported as corruption, and one test runs the engine as another user.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 
 use serde_json::Value;
 
-use crate::common::concept_run;
+use crate::common::{concept_run, describe as text, engine_at as engine};
 
 /// A read-only bind mount of a folder, over itself or at another place; unmounted on drop.
 struct ReadOnlyMount {
@@ -58,25 +58,6 @@ impl Drop for ReadOnlyMount {
     fn drop(&mut self) {
         let _ = Command::new("umount").arg(&self.target).status();
     }
-}
-
-fn engine(root: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_agrag-engine"))
-        .args(args)
-        .arg("--root")
-        .arg(root)
-        .env_remove("AGRAG_ROOT")
-        .output()
-        .unwrap()
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "exit {:?}\nstdout: {}\nstderr: {}",
-        o.status.code(),
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
 }
 
 /// A run with two documents about aspirin and a keyword only one of them has.

@@ -15,6 +15,8 @@ use agrag_engine::format::tables::{
 use agrag_engine::format::{RunData, new_run_id, write_run};
 use serde_json::Value;
 
+use crate::common::describe as show;
+
 fn golden_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../data/fixtures/snapshots/v1")
 }
@@ -26,15 +28,6 @@ fn report(args: &[&str]) -> Output {
         .env_remove("AGRAG_ROOT")
         .output()
         .unwrap()
-}
-
-fn show(o: &Output) -> String {
-    format!(
-        "exit {:?}\nstdout: {}\nstderr: {}",
-        o.status.code(),
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
 }
 
 fn path_str(p: &Path) -> &str {
