@@ -653,6 +653,16 @@ impl Engine {
             Ok(v) => v,
             Err(message) => return Ok(ThemeAnswer::failed(run_id, "embed", message)),
         };
+        // A question with nothing the embedder reads (only emoji or punctuation, for the
+        // hashing embedder) embeds to the zero vector, equally far from every theme: that is
+        // no match, not the first themes by id with score 0.
+        if vector.iter().all(|&x| x == 0.0) {
+            return Ok(ThemeAnswer {
+                run_id,
+                index_state: Some(IndexState::Ready),
+                ..ThemeAnswer::empty(Status::NoMatch, None)
+            });
+        }
         Ok(theme::search(
             &view,
             &vector,

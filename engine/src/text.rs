@@ -19,7 +19,8 @@ use tantivy::directory::{
 use tantivy::query::QueryParser;
 use tantivy::schema::{FAST, Field, INDEXED, STORED, Schema, TextFieldIndexing, TextOptions};
 use tantivy::tokenizer::{
-    Language, LowerCaser, RemoveLongFilter, SimpleTokenizer, Stemmer, StopWordFilter, TextAnalyzer,
+    AsciiFoldingFilter, Language, LowerCaser, RemoveLongFilter, SimpleTokenizer, Stemmer,
+    StopWordFilter, TextAnalyzer,
 };
 use tantivy::{Index, IndexReader, ReloadPolicy, TantivyDocument};
 
@@ -27,7 +28,11 @@ use crate::error::{EngineError, Result};
 
 /// Folder of the text index inside a run.
 pub const TEXT_INDEX_DIR: &str = "text_index";
-const TOKENIZER: &str = "agrag_en";
+/// The analyzer new indexes are written with: accents folded (see [`register_tokenizer`]).
+const TOKENIZER: &str = "agrag_en_folded";
+/// The analyzer of indexes written before accents were folded; kept so that they still read
+/// as written (tantivy names a field's analyzer in the index's schema).
+const TOKENIZER_UNFOLDED: &str = "agrag_en";
 
 struct Fields {
     doc_ord: Field,
@@ -55,16 +60,30 @@ fn schema() -> (Schema, Fields) {
     )
 }
 
+/// Registers both analyzers: words split on non-alphanumerics, longer than 40 bytes dropped,
+/// lower-cased, (for [`TOKENIZER`]) accents folded to ASCII as the matching key of
+/// [`normalize`](crate::format::normalize) folds them (`Sjögren` and `Sjogren` are one word),
+/// English stop words removed, Porter-stemmed.
 fn register_tokenizer(index: &Index) -> Result<()> {
-    let stop = StopWordFilter::new(Language::English)
-        .ok_or_else(|| EngineError::Internal("tantivy has no English stop words".into()))?;
-    let analyzer = TextAnalyzer::builder(SimpleTokenizer::default())
+    let stop = || {
+        StopWordFilter::new(Language::English)
+            .ok_or_else(|| EngineError::Internal("tantivy has no English stop words".into()))
+    };
+    let folded = TextAnalyzer::builder(SimpleTokenizer::default())
         .filter(RemoveLongFilter::limit(40))
         .filter(LowerCaser)
-        .filter(stop)
+        .filter(AsciiFoldingFilter)
+        .filter(stop()?)
         .filter(Stemmer::new(Language::English))
         .build();
-    index.tokenizers().register(TOKENIZER, analyzer);
+    let unfolded = TextAnalyzer::builder(SimpleTokenizer::default())
+        .filter(RemoveLongFilter::limit(40))
+        .filter(LowerCaser)
+        .filter(stop()?)
+        .filter(Stemmer::new(Language::English))
+        .build();
+    index.tokenizers().register(TOKENIZER, folded);
+    index.tokenizers().register(TOKENIZER_UNFOLDED, unfolded);
     Ok(())
 }
 
@@ -396,8 +415,10 @@ impl TextIndex {
         documents: impl IntoIterator<Item = (u32, &'a str, Vec<&'a str>)>,
     ) -> Result<TextOverlay> {
         let err = |e: tantivy::TantivyError| EngineError::Internal(format!("text overlay: {e}"));
-        let (schema, f) = schema();
-        let index = Index::create_in_ram(schema);
+        // The run's own schema, so the overlay's words are analysed as the run's index was
+        // (runs written before accents were folded included) and their scores compare.
+        let f = &self.fields;
+        let index = Index::create_in_ram(self.index.schema());
         register_tokenizer(&index)?;
         let mut writer: tantivy::IndexWriter<TantivyDocument> = index
             .writer_with_num_threads(1, OVERLAY_WRITER_BYTES)

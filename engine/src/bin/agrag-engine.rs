@@ -99,7 +99,7 @@ enum Command {
         /// up: broader concepts are included; down: narrower ones
         #[arg(long, default_value = "up")]
         direction: String,
-        /// Most hops of expansion
+        /// Most hops of expansion [default: unlimited, the whole hierarchy]
         #[arg(long)]
         depth: Option<usize>,
         /// Node field: concept (linked) or mesh (the input's headings)
@@ -169,7 +169,8 @@ enum Command {
         http: Option<String>,
         /// How often LATEST is polled: a newly published run is swapped in (and the swap logged
         /// on stderr) within about this long, queries in flight finishing on the old run.
-        /// A duration such as 500ms, 2s or 1m; `off` serves the run found at start only
+        /// A duration such as 500ms, 2s or 1m; `off` (or `0`) serves the run found at start
+        /// only
         #[arg(
             long,
             env = "AGRAG_WATCH_INTERVAL",
@@ -216,6 +217,10 @@ enum VisibilityCommand {
         /// Why
         #[arg(long)]
         reason: Option<String>,
+        /// Store the flag even though the served run holds no such passage or document (it
+        /// applies once a run holds it); without this, an unknown key is refused as a typo
+        #[arg(long)]
+        allow_unknown: bool,
     },
     /// Print the effective state of a passage or document and the flag that decides it (a
     /// passage is as restricted as its document).
@@ -336,6 +341,24 @@ fn to_count(field: &'static str, v: i64) -> Result<usize, (u8, anyhow::Error)> {
     })
 }
 
+/// Refuses a question longer than the MCP tools accept
+/// ([`MAX_QUERY_CHARS`](agrag_engine::tools::args::MAX_QUERY_CHARS)): one cap whichever way a
+/// question arrives, and a pasted file is named as a mistake instead of being embedded.
+fn check_question(field: &'static str, text: &str) -> Result<(), (u8, anyhow::Error)> {
+    use agrag_engine::tools::args::MAX_QUERY_CHARS;
+    // The message below spells the cap out.
+    const _: () = assert!(MAX_QUERY_CHARS == 1000);
+    let n = text.chars().count();
+    if n > MAX_QUERY_CHARS {
+        return Err(usage(EngineError::InvalidArgument {
+            field,
+            value: format!("{n} characters"),
+            expected: "at most 1000 characters",
+        }));
+    }
+    Ok(())
+}
+
 fn snippet(text: &str, n: usize) -> String {
     let t: String = text.chars().take(n).collect();
     if text.chars().count() > n {
@@ -400,12 +423,31 @@ fn print_themes(engine: &Engine, a: &ThemeAnswer) -> CmdResult {
     Ok(())
 }
 
+/// `s` with control characters written as escapes (`\u{1b}`): an id echoed from the command
+/// line must not drive the terminal.
+fn printable(s: &str) -> std::borrow::Cow<'_, str> {
+    if !s.chars().any(char::is_control) {
+        return s.into();
+    }
+    s.chars()
+        .map(|c| {
+            if c.is_control() {
+                c.escape_unicode().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect::<String>()
+        .into()
+}
+
 fn print_evidence(ev: &[Evidence]) {
     for e in ev {
+        let id = printable(&e.evidence_id);
         match e.status {
             EvidenceStatus::Found => println!(
                 "{} — {} (passage {}): {}\n  {}\n",
-                e.evidence_id,
+                id,
                 e.document_key.as_deref().unwrap_or(""),
                 e.location.map_or(0, |l| l.position),
                 e.title.as_deref().unwrap_or(""),
@@ -413,12 +455,28 @@ fn print_evidence(ev: &[Evidence]) {
             ),
             EvidenceStatus::NotVisible => println!(
                 "{}: not visible ({})\n",
-                e.evidence_id,
+                id,
                 e.visibility.map_or("?", Visibility::as_str)
             ),
-            EvidenceStatus::Unknown => println!("{}: unknown evidence id\n", e.evidence_id),
+            EvidenceStatus::Unknown => println!("{id}: unknown evidence id\n"),
         }
     }
+}
+
+/// An answer as a JSON object with `not_ready_reason` beside its fields (null while a run is
+/// served), as every `--json` answer of the CLI carries it.
+fn with_not_ready_reason<T: serde::Serialize>(
+    answer: &T,
+    engine: &Engine,
+) -> Result<serde_json::Value, (u8, anyhow::Error)> {
+    let mut value = serde_json::to_value(answer).map_err(work)?;
+    if let serde_json::Value::Object(fields) = &mut value {
+        fields.insert(
+            "not_ready_reason".to_owned(),
+            engine.not_ready_reason().into(),
+        );
+    }
+    Ok(value)
 }
 
 fn json_out<T: serde::Serialize>(v: &T) -> CmdResult {
@@ -438,6 +496,7 @@ fn run(cli: Cli) -> CmdResult {
         } => {
             let limit = to_count("limit", limit)?;
             let support_limit = to_count("support_limit", support_limit)?;
+            check_question("question", &question)?;
             let engine = Engine::open(root.path(), engine_config()?).map_err(work)?;
             let req = ThemeRequest {
                 query: QueryInput::Text(question),
@@ -456,7 +515,7 @@ fn run(cli: Cli) -> CmdResult {
                 .search_themes(&req)
                 .map_err(|e| (engine_code(&e), e.into()))?;
             if json {
-                json_out(&answer)?;
+                json_out(&with_not_ready_reason(&answer, &engine)?)?;
             } else {
                 print_themes(&engine, &answer)?;
                 if let Some(r) = engine.not_ready_reason() {
@@ -491,6 +550,15 @@ fn run(cli: Cli) -> CmdResult {
         } => {
             use agrag_engine::query::concept::{Combine, Fusion, VectorClause};
             let sample = to_count("sample", sample)?;
+            for (field, text) in [
+                ("query", &query),
+                ("keyword", &keyword),
+                ("vector", &vector),
+            ] {
+                if let Some(t) = text {
+                    check_question(field, t)?;
+                }
+            }
             let direction = match direction.as_str() {
                 "up" | "forward" => Direction::Forward,
                 "down" | "reverse" => Direction::Reverse,
@@ -540,7 +608,8 @@ fn run(cli: Cli) -> CmdResult {
                         .collect(),
                 )
             });
-            let engine = Engine::open(root.path(), EngineConfig::default()).map_err(work)?;
+            // EMBEDDING_* applies to the vector clause as to `themes`.
+            let engine = Engine::open(root.path(), engine_config()?).map_err(work)?;
             let answer = engine
                 .find_by_meaning(&req)
                 .map_err(|e| (engine_code(&e), e.into()))?;
@@ -551,10 +620,13 @@ fn run(cli: Cli) -> CmdResult {
                 _ => Ok(()),
             };
             if json {
-                json_out(&answer)?;
+                json_out(&with_not_ready_reason(&answer, &engine)?)?;
                 return outcome;
             }
             println!("status: {}", name_of(answer.status));
+            if let Some(r) = engine.not_ready_reason() {
+                println!("not ready: {r}");
+            }
             println!("{}", answer.text);
             for f in &answer.failures {
                 println!("failure [{}]: {}", f.leg, f.message);
@@ -611,17 +683,15 @@ fn run(cli: Cli) -> CmdResult {
                 target,
                 state,
                 reason,
+                allow_unknown,
             } => {
                 let state: Visibility = state.parse().map_err(usage)?;
                 let (t, key) = target.get();
                 let root = snapshot_root(&root)?;
                 let engine = Engine::open(root, EngineConfig::default()).map_err(work)?;
-                engine
-                    .set_visibility(t, key, state, reason.as_deref())
-                    .map_err(|e| (engine_code(&e), e.into()))?;
-                println!("{key}: {}", state.as_str());
-                // Flags are keyed by stable ids and may name what a later run will hold, so an
-                // unknown key is stored; but a typo should not pass unnoticed.
+                // Flags are keyed by stable ids and may name what a later run will hold, but a
+                // typo must not pass as success: an id the served run lacks is stored only
+                // when asked for.
                 if let Ok(view) = engine.view()
                     && let Some(snap) = view.snapshot()
                 {
@@ -629,14 +699,26 @@ fn run(cli: Cli) -> CmdResult {
                         Target::Passage => snap.passage_index(key).is_some(),
                         Target::Document => snap.document_index(key).is_some(),
                     };
+                    if !known && !allow_unknown {
+                        return Err(usage(anyhow::anyhow!(
+                            "the served run {} has no {} {key:?}; check the id, or pass \
+                             --allow-unknown to store the flag for a later run",
+                            snap.run_id(),
+                            t.as_str()
+                        )));
+                    }
                     if !known {
                         eprintln!(
-                            "warning: the served run {} has no {} {key:?}; the flag is stored and applies once a run holds it",
+                            "note: the served run {} has no {} {key:?}; the flag is stored and applies once a run holds it",
                             snap.run_id(),
                             t.as_str()
                         );
                     }
                 }
+                engine
+                    .set_visibility(t, key, state, reason.as_deref())
+                    .map_err(|e| (engine_code(&e), e.into()))?;
+                println!("{key}: {}", state.as_str());
                 Ok(())
             }
             VisibilityCommand::Get { root, target, json } => {

@@ -12,8 +12,9 @@
 //! * **Matching key** ([`normalize_term`], [`fold_text`]): the form under which a vocabulary
 //!   term, a query term and running text are compared. The NFC form, each character replaced
 //!   by its compatibility form (NFKC: `ﬁ` → `fi`, `Ｗ` → `W`, no-break space → space) and
-//!   lower-cased (Unicode lower-case mapping), every run of white space made one space; a
-//!   term's key is also trimmed. [`normalize_term_keep_case`] is the same key without the
+//!   lower-cased (Unicode lower-case mapping), accents removed (the combining diacritical
+//!   marks U+0300–U+036F of a letter's canonical decomposition: `Sjögren` → `sjogren`), every
+//!   run of white space made one space; a term's key is also trimmed. [`normalize_term_keep_case`] is the same key without the
 //!   lower-casing, for terms that must match letter for letter (acronyms such as `WHO`).
 //!
 //! The key is computed character by character (NFKC of each character of the NFC form), so
@@ -53,11 +54,21 @@ pub fn normalize_text(s: &str) -> Cow<'_, str> {
     Cow::Owned(decoded.nfc().collect())
 }
 
-/// Appends the matching key of one character (its NFKC form, lower-cased when `lower`) to
-/// `out`; white space becomes `' '`. Never appends nothing.
+/// Whether `c` is one of the combining diacritical marks (U+0300–U+036F) that accents Latin,
+/// Greek and Cyrillic letters. These are dropped from the matching key, as search engines fold
+/// accents (Lucene's `ASCIIFoldingFilter`, Unicode TR #30 "Character Foldings"), so that
+/// "Sjögren" finds "Sjogren" and back. Marks of other scripts (Indic vowel signs and viramas,
+/// Hebrew and Arabic points) are outside this block and kept: there they spell the word.
+fn is_accent(c: char) -> bool {
+    ('\u{300}'..='\u{36f}').contains(&c)
+}
+
+/// Appends the matching key of one character (its NFKC form without accents, lower-cased when
+/// `lower`) to `out`; white space becomes `' '`. Appends nothing for a lone accent (a
+/// combining mark of a decomposed letter).
 fn fold_char(c: char, lower: bool, out: &mut String) {
     if c.is_ascii() {
-        // NFKC leaves ASCII as it is.
+        // NFKC leaves ASCII as it is, and it has no accents.
         out.push(match c {
             c if c.is_whitespace() => ' ',
             c if lower => c.to_ascii_lowercase(),
@@ -65,13 +76,25 @@ fn fold_char(c: char, lower: bool, out: &mut String) {
         });
         return;
     }
-    for k in std::iter::once(c).nfkc() {
+    let mut push = |k: char| {
         if k.is_whitespace() {
             out.push(' ');
         } else if lower {
             out.extend(k.to_lowercase());
         } else {
             out.push(k);
+        }
+    };
+    for k in std::iter::once(c).nfkc() {
+        // An accented letter's canonical decomposition without its accents; nothing else is
+        // decomposed (Hangul syllables, say, stay whole).
+        if std::iter::once(k).nfd().any(is_accent) {
+            std::iter::once(k)
+                .nfd()
+                .filter(|&p| !is_accent(p))
+                .for_each(&mut push);
+        } else {
+            push(k);
         }
     }
 }
@@ -251,6 +274,15 @@ mod tests {
         );
         assert_eq!(normalize_term("a\u{a0}b\u{2003} c"), "a b c");
         assert_eq!(normalize_term_keep_case("Ｗ Ｈ Ｏ"), "W H O");
+        // Accents are folded, composed or not; marks that spell a word in other scripts and
+        // Hangul syllables are kept.
+        assert_eq!(normalize_term("Sjögren's Syndrome"), "sjogren's syndrome");
+        assert_eq!(normalize_term("Sjo\u{308}gren"), "sjogren");
+        assert_eq!(normalize_term("Ménière"), "meniere");
+        assert_eq!(normalize_term("ΆΝΘΡΩΠΟΣ"), "ανθρωποσ");
+        assert_eq!(normalize_term_keep_case("Ångström"), "Angstrom");
+        assert_eq!(normalize_term("हिन्दी"), "हिन्दी");
+        assert_eq!(normalize_term("한국어"), "한국어");
         assert_eq!(normalize_term(""), "");
         assert_eq!(normalize_term(" \n "), "");
     }
@@ -259,19 +291,25 @@ mod tests {
     fn folded_text_maps_back_to_source_spans() {
         let text = "Le  ﬁbrome\u{a0}de Ménière";
         let f = fold_text(text);
-        assert_eq!(f.as_str(), "le fibrome de ménière");
+        assert_eq!(f.as_str(), "le fibrome de meniere");
         let at = f.as_str().find("fibrome").unwrap();
         let (s, e) = f.source_span(at, at + "fibrome".len()).unwrap();
         assert_eq!(&text[s..e], "ﬁbrome");
         // Inside the ligature's fold: no source span.
         assert_eq!(f.source_span(at + 1, at + 3), None);
-        let at = f.as_str().find("ménière").unwrap();
+        let at = f.as_str().find("meniere").unwrap();
         let (s, e) = f.source_span(at, f.as_str().len()).unwrap();
         assert_eq!(&text[s..e], "Ménière");
         // Every key of a term that occurs in the text is found in its fold.
-        for term in ["le fibrome", "FIBROME DE", "de ménière"] {
+        for term in ["le fibrome", "FIBROME DE", "de ménière", "de Meniere"] {
             assert!(f.as_str().contains(&normalize_term(term)), "{term}");
         }
+        // A decomposed accent maps back with its letter.
+        let text = "Sjo\u{308}gren";
+        let f = fold_text(text);
+        assert_eq!(f.as_str(), "sjogren");
+        assert_eq!(f.source_span(0, 7), Some((0, text.len())));
+        assert_eq!(f.source_span(0, 3), Some((0, 5)));
     }
 
     #[test]

@@ -152,9 +152,16 @@ pub async fn serve_stdio(tools: ToolBox) -> std::io::Result<()> {
     let (stdin, stdout) = rmcp::transport::stdio();
     let (transport, writer) = stdio::CheckedLines::spawn(stdin, stdout);
     let session = async {
-        let running = McpServer::new(tools).serve(transport).await.map_err(|e| {
-            std::io::Error::other(format!("MCP stdio session could not start: {e}"))
-        })?;
+        let running = match McpServer::new(tools).serve(transport).await {
+            Ok(running) => running,
+            // Stdin ended before a client initialized a session (a client that gave up, or a
+            // server started with no client): nothing was asked, so nothing failed.
+            Err(rmcp::service::ServerInitializeError::ConnectionClosed(_)) => {
+                tracing::info!("stdin closed before a client initialized a session");
+                return Ok(());
+            }
+            Err(e) => return Err(std::io::Error::other(e)),
+        };
         running.waiting().await.map_err(std::io::Error::other)?;
         Ok::<_, std::io::Error>(())
     };

@@ -559,19 +559,31 @@ pub fn check_arguments(tool: &str, args: &Value) -> Result<Checked, ArgErrors> {
             .copied()
             .filter(|n| obj.contains_key(*n))
             .collect();
-        if given.len() != 1 {
-            let fields = spec.exactly_one_of.join("`/`");
-            errors.push(ArgError {
-                field: fields.clone(),
+        let names: Vec<String> = spec
+            .exactly_one_of
+            .iter()
+            .map(|n| format!("`{n}`"))
+            .collect();
+        let rule = format!("give exactly one of {}", names.join(" and "));
+        match given.as_slice() {
+            // None given: the first of them is the one missing.
+            [] => errors.push(ArgError {
+                field: spec.exactly_one_of[0].into(),
                 reason: format!(
-                    "exactly one of `{fields}` must be given, got {}",
-                    if given.is_empty() {
-                        "none".to_owned()
-                    } else {
-                        format!("{} of them", given.len())
-                    }
+                    "is required unless {} is given: {rule}",
+                    names[1..].join(" or ")
                 ),
-            });
+            }),
+            [_] => {}
+            // Several given: each after the first is the one too many.
+            [first, rest @ ..] => {
+                for extra in rest {
+                    errors.push(ArgError {
+                        field: (*extra).into(),
+                        reason: format!("cannot be given with `{first}`: {rule}"),
+                    });
+                }
+            }
         }
     }
     if !errors.is_empty() {

@@ -203,8 +203,13 @@ impl ToolBox {
                 match self.engine.search_themes(&req) {
                     Ok(a) => ToolOutput {
                         tool,
-                        text: render_themes(&a, *limit, applied),
-                        structured: serde_json::to_value(&a).unwrap_or(Value::Null),
+                        text: match self.engine.not_ready_reason() {
+                            Some(r) if a.status == Status::IndexNotReady => {
+                                format!("{}\nnot ready: {r}", render_themes(&a, *limit, applied))
+                            }
+                            _ => render_themes(&a, *limit, applied),
+                        },
+                        structured: self.with_not_ready_reason(&a),
                         is_error: false,
                         rejected: false,
                         partial_retrieval: is_partial(&a),
@@ -233,7 +238,7 @@ impl ToolBox {
                     Ok(a) => ToolOutput {
                         tool,
                         text: render_concepts(&a),
-                        structured: serde_json::to_value(&a).unwrap_or(Value::Null),
+                        structured: self.with_not_ready_reason(&a),
                         is_error: false,
                         rejected: false,
                         partial_retrieval: false,
@@ -279,6 +284,19 @@ impl ToolBox {
                 Err(e) => failed(&e),
             },
         }
+    }
+
+    /// An answer's structured content with `not_ready_reason` beside its fields: why no run
+    /// is served (null while one is), as `fetch_evidence` answers it.
+    fn with_not_ready_reason<T: serde::Serialize>(&self, answer: &T) -> Value {
+        let mut value = serde_json::to_value(answer).unwrap_or(Value::Null);
+        if let Value::Object(fields) = &mut value {
+            fields.insert(
+                "not_ready_reason".to_owned(),
+                self.engine.not_ready_reason().into(),
+            );
+        }
+        value
     }
 
     /// Evidence of documents outside the configured scope answers `unknown`, exactly as an

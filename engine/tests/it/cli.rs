@@ -187,3 +187,156 @@ fn visibility_commands_refuse_a_root_that_holds_no_snapshot() {
         assert_eq!(out.status.code(), Some(0), "{args:?}: {}", show(&out));
     }
 }
+
+/// Every `--json` answer carries `not_ready_reason`: a string while no run is served, null
+/// once one is.
+#[test]
+fn json_answers_say_why_no_run_is_served() {
+    let empty = tempfile::tempdir().unwrap();
+    let good = tempfile::tempdir().unwrap();
+    two_documents(good.path());
+    for (root, ready) in [(empty.path(), false), (good.path(), true)] {
+        for args in [
+            &["themes", "--json", "aspirin"][..],
+            &["concepts", "--json", "--concept", "C1"][..],
+            &["evidence", "--json", "d1#0"][..],
+        ] {
+            let out = engine_at(root, args);
+            let answer: Value = serde_json::from_slice(&out.stdout)
+                .unwrap_or_else(|e| panic!("{args:?}: {e}: {}", show(&out)));
+            let reason = &answer["not_ready_reason"];
+            assert!(
+                answer.get("not_ready_reason").is_some(),
+                "{args:?}: {answer}"
+            );
+            if ready {
+                assert!(reason.is_null(), "{args:?}: {answer}");
+                assert_eq!(out.status.code(), Some(0), "{args:?}: {}", show(&out));
+            } else {
+                assert!(reason.is_string(), "{args:?}: {answer}");
+                assert_eq!(answer["status"], "index_not_ready", "{args:?}: {answer}");
+                assert_eq!(out.status.code(), Some(1), "{args:?}: {}", show(&out));
+            }
+        }
+    }
+}
+
+/// `visibility set` refuses an id the served run does not hold (a typo, exit 2, nothing
+/// stored) unless `--allow-unknown` says the flag is meant for a later run.
+#[test]
+fn visibility_set_refuses_an_unknown_id_unless_allowed() {
+    let dir = tempfile::tempdir().unwrap();
+    two_documents(dir.path());
+    let out = engine_at(
+        dir.path(),
+        &[
+            "visibility",
+            "set",
+            "--passage",
+            "garbage",
+            "--state",
+            "hidden",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", show(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("has no passage \"garbage\"") && stderr.contains("--allow-unknown"),
+        "{stderr}"
+    );
+    let listed = engine_at(dir.path(), &["visibility", "list"]);
+    assert!(
+        !String::from_utf8_lossy(&listed.stdout).contains("garbage"),
+        "{}",
+        show(&listed)
+    );
+
+    let out = engine_at(
+        dir.path(),
+        &[
+            "visibility",
+            "set",
+            "--document",
+            "d9",
+            "--state",
+            "deleted",
+            "--allow-unknown",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    let listed = engine_at(dir.path(), &["visibility", "list"]);
+    assert!(
+        String::from_utf8_lossy(&listed.stdout).contains("d9"),
+        "{}",
+        show(&listed)
+    );
+}
+
+/// A question longer than the MCP tools accept is refused by the command line too, naming
+/// the argument and its length, not echoing the text.
+#[test]
+fn an_overlong_question_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    two_documents(dir.path());
+    let long = "pain ".repeat(400);
+    for (args, field) in [
+        (vec!["themes", long.as_str()], "question"),
+        (
+            vec!["concepts", "--concept", "C1", "--query", long.as_str()],
+            "query",
+        ),
+    ] {
+        let out = engine_at(dir.path(), &args);
+        assert_eq!(out.status.code(), Some(2), "{}", show(&out));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains(field) && stderr.contains("2000 characters"),
+            "{stderr}"
+        );
+        assert!(stderr.len() < 500, "{stderr}");
+    }
+}
+
+/// Accents are folded in term lookup and in the keyword clause: "Sjögren" and "Sjogren" are
+/// one word, written either way in the vocabulary, the text or the question.
+#[test]
+fn accents_are_folded_in_terms_and_keywords() {
+    let dir = tempfile::tempdir().unwrap();
+    concept_run(
+        dir.path(),
+        &[
+            ("d1", "Sjögren syndrome dries the eyes."),
+            ("d2", "Gout inflames the joints."),
+        ],
+        &[
+            ("C1", "Sjogren's Syndrome", &["Sicca Syndrome"]),
+            ("C2", "Gout", &["Goût"]),
+        ],
+        &[],
+        &[("concept", "d1", "C1"), ("concept", "d2", "C2")],
+    );
+    let total = |args: &[&str]| -> Value {
+        let mut all = vec!["concepts", "--json"];
+        all.extend_from_slice(args);
+        let out = engine_at(dir.path(), &all);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {}", show(&out));
+        let answer: Value = serde_json::from_slice(&out.stdout).unwrap();
+        answer["total"].clone()
+    };
+    for term in [
+        "Sjögren's Syndrome",
+        "SJOGREN'S SYNDROME",
+        "Sjo\u{308}gren's syndrome",
+    ] {
+        assert_eq!(total(&["--term", term]), 1, "{term}");
+    }
+    assert_eq!(total(&["--term", "gout"]), 1);
+    assert_eq!(total(&["--term", "goût"]), 1);
+    for keyword in ["Sjogren", "sjögren", "SJÖGREN"] {
+        assert_eq!(
+            total(&["--concept", "C1", "--keyword", keyword]),
+            1,
+            "{keyword}"
+        );
+    }
+}

@@ -385,6 +385,9 @@ fn unusable_settings_stop_serve_with_exit_code_2() {
         assert_eq!(code, Some(2), "{env:?} {args:?}: {stderr}");
         assert!(stderr.contains(named), "{named} not named in: {stderr}");
     }
+    // Good settings and no client (stdin already at its end): nothing was asked, exit 0.
+    let (code, stderr) = run(&[], &["--watch-interval", "off"]);
+    assert_eq!(code, Some(0), "{stderr}");
 }
 
 /// Every protocol error gets a JSON-RPC answer (a client waiting for it would hang otherwise),

@@ -94,15 +94,14 @@ fn ranges_types_and_lengths_are_exact() {
 
 #[test]
 fn exactly_one_of_concept_and_term() {
-    assert_eq!(
-        invalid_fields("find_by_meaning", &json!({})),
-        ["concept`/`term"]
-    );
+    assert_eq!(invalid_fields("find_by_meaning", &json!({})), ["concept"]);
     let e = check_arguments("find_by_meaning", &json!({"concept": "C1", "term": "dog"}))
         .unwrap_err()
         .to_string();
     assert!(
-        e.contains("exactly one of `concept`/`term` must be given, got 2 of them"),
+        e.contains(
+            "`term` cannot be given with `concept`: give exactly one of `concept` and `term`"
+        ),
         "{e}"
     );
     assert_eq!(

@@ -18,7 +18,8 @@
 //!   [`MAX_PASSAGE_CHARS`]. Exactly one of the two is required: a line with both is refused
 //!   (which one was meant cannot be told).
 //! * `title` (string), `year` (integer), `mesh` (array of strings: the document's own subject
-//!   headings, ingested as the `mesh` node field) are optional; other fields are ignored.
+//!   headings, ingested as the `mesh` node field) are optional; other fields are ignored, and
+//!   their names logged once in a warning (a misspelt `pasages` should not pass unnoticed).
 //!
 //! Titles, passages and `text` are stored in normal form ([`normalize_text`]): HTML character
 //! references decoded once (`AT&amp;T` → `AT&T`), then Unicode NFC. Linking and the engine's
@@ -35,7 +36,6 @@ use std::path::{Path, PathBuf};
 
 use agrag_engine::format::normalize::normalize_text;
 use flate2::read::MultiGzDecoder;
-use serde::Deserialize;
 
 use crate::error::{PipelineError, Result};
 
@@ -186,23 +186,85 @@ impl Corpus {
     }
 }
 
-#[derive(Deserialize)]
-struct RawDocument {
-    document_key: Option<serde_json::Value>,
-    #[serde(default)]
-    title: Option<String>,
-    #[serde(default)]
-    year: Option<i64>,
-    #[serde(default)]
-    passages: Option<Vec<String>>,
-    #[serde(default)]
-    text: Option<String>,
-    #[serde(default)]
-    mesh: Option<Vec<String>>,
+/// The fields of a JSON line that ingest reads; any other field is ignored (and named once in
+/// a warning, so a misspelt field does not pass unnoticed).
+const KNOWN_FIELDS: [&str; 6] = ["document_key", "title", "year", "passages", "text", "mesh"];
+
+/// The JSON type of a value, as an error message names it.
+fn json_kind(v: &serde_json::Value) -> &'static str {
+    use serde_json::Value;
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(n) if n.is_i64() || n.is_u64() => "an integer",
+        Value::Number(_) => "a non-integer number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
 }
 
+/// Field `name` of a JSON line as a string; `None` when absent or null.
+fn string_field(
+    fields: &mut serde_json::Map<String, serde_json::Value>,
+    name: &str,
+) -> std::result::Result<Option<String>, String> {
+    match fields.remove(name) {
+        None | Some(serde_json::Value::Null) => Ok(None),
+        Some(serde_json::Value::String(s)) => Ok(Some(s)),
+        Some(other) => Err(format!(
+            "field `{name}` must be a string, found {}",
+            json_kind(&other)
+        )),
+    }
+}
+
+/// Field `name` of a JSON line as an array of strings, naming the first element that is not.
+fn strings_field(
+    fields: &mut serde_json::Map<String, serde_json::Value>,
+    name: &str,
+) -> std::result::Result<Option<Vec<String>>, String> {
+    match fields.remove(name) {
+        None | Some(serde_json::Value::Null) => Ok(None),
+        Some(serde_json::Value::Array(items)) => items
+            .into_iter()
+            .enumerate()
+            .map(|(i, item)| match item {
+                serde_json::Value::String(s) => Ok(s),
+                other => Err(format!(
+                    "field `{name}` must be an array of strings, but element {i} is {}",
+                    json_kind(&other)
+                )),
+            })
+            .collect::<std::result::Result<Vec<_>, _>>()
+            .map(Some),
+        Some(other) => Err(format!(
+            "field `{name}` must be an array of strings, found {}",
+            json_kind(&other)
+        )),
+    }
+}
+
+/// Field `year` of a JSON line as an integer; `None` when absent or null.
+fn year_field(
+    fields: &mut serde_json::Map<String, serde_json::Value>,
+) -> std::result::Result<Option<i64>, String> {
+    match fields.remove("year") {
+        None | Some(serde_json::Value::Null) => Ok(None),
+        Some(serde_json::Value::Number(n)) if n.is_i64() => Ok(n.as_i64()),
+        Some(other) => Err(format!(
+            "field `year` must be an integer, found {}",
+            json_kind(&other)
+        )),
+    }
+}
+
+/// Most ignored field names a warning lists.
+const MAX_IGNORED_NAMED: usize = 10;
 /// The first two bytes of a gzip stream.
 const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
+/// The first four bytes of a Parquet file.
+const PARQUET_MAGIC: &[u8] = b"PAR1";
 /// The UTF-8 byte-order mark.
 const UTF8_BOM: [u8; 3] = [0xef, 0xbb, 0xbf];
 
@@ -211,9 +273,10 @@ const UTF8_BOM: [u8; 3] = [0xef, 0xbb, 0xbf];
 /// # Errors
 /// * [`PipelineError::Io`] when the file cannot be read or decompressed;
 /// * [`PipelineError::UnsupportedEncoding`] naming the file and its encoding when it is UTF-16
-///   or UTF-32;
+///   or UTF-32; [`PipelineError::Unreadable`] when it is a Parquet file;
 /// * [`PipelineError::Parse`] naming the line of bytes that are not UTF-8, malformed JSON, a
-///   missing or non-string `document_key`, a year out of range, or a document with neither or
+///   line that is not an object, a field of the wrong type (naming the field, and the element
+///   of an array), a missing `document_key`, a year out of range, or a document with neither or
 ///   both of `passages` and `text`;
 /// * [`PipelineError::DuplicateKey`] naming both lines of a repeated `document_key`;
 /// * [`PipelineError::EmptyInput`] when the file holds no document or no passage.
@@ -270,6 +333,15 @@ fn parse_plain(reader: &mut dyn BufRead, path: &Path) -> Result<Corpus> {
             encoding,
         });
     }
+    if head.starts_with(PARQUET_MAGIC) {
+        return Err(PipelineError::Unreadable {
+            path: path.to_owned(),
+            format: "JSON Lines",
+            reason: "it is a Parquet file (it starts with `PAR1`): read it as a table with \
+                     `--documents-format parquet`, or name it `.parquet`"
+                .to_owned(),
+        });
+    }
     if head.starts_with(&UTF8_BOM) {
         reader.consume(UTF8_BOM.len());
     }
@@ -277,6 +349,8 @@ fn parse_plain(reader: &mut dyn BufRead, path: &Path) -> Result<Corpus> {
     let mut builder = CorpusBuilder::new(path, RecordKind::Line);
     let mut bytes: Vec<u8> = Vec::new();
     let mut line_no = 0u64;
+    // Field names outside KNOWN_FIELDS, with the line each first appears on.
+    let mut ignored: Vec<(String, u64)> = Vec::new();
     loop {
         bytes.clear();
         let n = reader.read_until(b'\n', &mut bytes).map_err(io)?;
@@ -307,28 +381,49 @@ fn parse_plain(reader: &mut dyn BufRead, path: &Path) -> Result<Corpus> {
             line: line_no,
             reason,
         };
-        let raw: RawDocument =
+        let value: serde_json::Value =
             serde_json::from_str(line).map_err(|e| parse(format!("malformed JSON: {e}")))?;
-        let key = match raw.document_key {
+        let serde_json::Value::Object(mut object) = value else {
+            return Err(parse(format!(
+                "a line must be one JSON object (a document), found {}",
+                json_kind(&value)
+            )));
+        };
+        let key = match object.remove("document_key") {
+            None | Some(serde_json::Value::Null) => None,
             Some(serde_json::Value::String(s)) => Some(s),
             Some(other) => {
                 return Err(parse(format!(
-                    "document_key must be a string, found {other}"
+                    "field `document_key` must be a string, found {other}"
                 )));
             }
-            None => None,
         };
-        builder.push(
-            line_no,
-            Fields {
-                key,
-                title: raw.title,
-                year: raw.year,
-                passages: raw.passages,
-                text: raw.text,
-                mesh: raw.mesh,
-            },
-        )?;
+        let fields = Fields {
+            key,
+            title: string_field(&mut object, "title").map_err(parse)?,
+            year: year_field(&mut object).map_err(parse)?,
+            passages: strings_field(&mut object, "passages").map_err(parse)?,
+            text: string_field(&mut object, "text").map_err(parse)?,
+            mesh: strings_field(&mut object, "mesh").map_err(parse)?,
+        };
+        for name in object.keys() {
+            if ignored.len() < MAX_IGNORED_NAMED && !ignored.iter().any(|(n, _)| n == name) {
+                ignored.push((name.clone(), line_no));
+            }
+        }
+        builder.push(line_no, fields)?;
+    }
+    if !ignored.is_empty() {
+        let names: Vec<String> = ignored
+            .iter()
+            .map(|(n, line)| format!("`{n}` (first on line {line})"))
+            .collect();
+        tracing::warn!(
+            "{}: ignored field(s) that ingest does not read: {}; it reads {}",
+            path.display(),
+            names.join(", "),
+            KNOWN_FIELDS.join(", ")
+        );
     }
     builder.finish(hasher.finalize().to_hex().to_string())
 }
@@ -593,6 +688,65 @@ mod tests {
         let f = write("{\"document_key\":\"a\",\"passages\":[\"x\"]}\n{not json\n");
         let e = read_jsonl(f.path()).unwrap_err().to_string();
         assert!(e.contains(":2: malformed JSON"), "{e}");
+    }
+
+    #[test]
+    fn a_field_of_the_wrong_type_is_named() {
+        for (line, expected) in [
+            (
+                r#"{"document_key":"a","title":12,"passages":["x"]}"#,
+                ":1: field `title` must be a string, found an integer",
+            ),
+            (
+                r#"{"document_key":"a","passages":["x",3]}"#,
+                ":1: field `passages` must be an array of strings, but element 1 is an integer",
+            ),
+            (
+                r#"{"document_key":"a","passages":"x"}"#,
+                ":1: field `passages` must be an array of strings, found a string",
+            ),
+            (
+                r#"{"document_key":"a","year":"2011","passages":["x"]}"#,
+                ":1: field `year` must be an integer, found a string",
+            ),
+            (
+                r#"{"document_key":"a","year":2011.5,"passages":["x"]}"#,
+                ":1: field `year` must be an integer, found a non-integer number",
+            ),
+            (
+                r#"{"document_key":"a","mesh":{"x":1},"passages":["x"]}"#,
+                ":1: field `mesh` must be an array of strings, found an object",
+            ),
+            (
+                r#"["a"]"#,
+                ":1: a line must be one JSON object (a document), found an array",
+            ),
+        ] {
+            let f = write(&format!("{line}\n"));
+            let e = read_jsonl(f.path()).unwrap_err().to_string();
+            assert!(e.contains(expected), "{line}: {e}");
+        }
+    }
+
+    #[test]
+    fn a_parquet_file_read_as_json_lines_is_named() {
+        let f = write("PAR1\u{0}\u{15}\u{4}binary");
+        let e = read_jsonl(f.path()).unwrap_err().to_string();
+        assert!(
+            e.contains("not a readable JSON Lines file")
+                && e.contains("--documents-format parquet"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn unknown_fields_are_ignored_not_refused() {
+        let f = write(concat!(
+            r#"{"document_key":"a","passages":["x"],"authors":["Ng"],"url":null}"#,
+            "\n"
+        ));
+        let c = read_jsonl(f.path()).unwrap();
+        assert_eq!(c.documents[0].passages, vec!["x"]);
     }
 
     #[test]

@@ -13,8 +13,8 @@
 //! | `mesh` | list of strings | a JSON array of strings |
 //!
 //! At least one of `passages` and `text` must be a column; a row with both non-null is refused,
-//! as a JSON line with both is. Nulls are absent fields. Other columns are ignored. The key,
-//! text and title columns may have other names ([`ColumnNames`]). Every CSV cell is read as
+//! as a JSON line with both is. Nulls are absent fields. Other columns are ignored (and named
+//! once in a warning). The key, text and title columns may have other names ([`ColumnNames`]). Every CSV cell is read as
 //! text (no type inference, so a key such as `00123` stays as written); CSV has no list type,
 //! hence the JSON arrays.
 //!
@@ -85,6 +85,29 @@ pub(crate) fn read_table(path: &Path, format: TableFormat, names: &ColumnNames) 
             column: names.text.clone(),
             reason: "missing: the table needs a `passages` column or a text column".into(),
         });
+    }
+    let read = [
+        names.key.as_str(),
+        names.title.as_str(),
+        names.text.as_str(),
+        "year",
+        "passages",
+        "mesh",
+    ];
+    let ignored: Vec<String> = df
+        .get_column_names()
+        .into_iter()
+        .filter(|c| !read.contains(&c.as_str()))
+        .map(|c| format!("`{c}`"))
+        .collect();
+    if !ignored.is_empty() {
+        // Ignored, as the docs say, but named: a misspelt column should not pass unnoticed.
+        tracing::warn!(
+            "{}: ignored column(s) that ingest does not read: {}; it reads {}",
+            path.display(),
+            ignored.join(", "),
+            read.join(", ")
+        );
     }
     let mut builder = CorpusBuilder::new(path, RecordKind::Row);
     for row in 0..df.height() {

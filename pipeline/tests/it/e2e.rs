@@ -185,6 +185,14 @@ fn run_publishes_a_valid_snapshot_and_answers() {
             .iter()
             .all(|t| t.passages.iter().all(|p| p.document_key == "pmid:21645374"))
     );
+
+    // A question the hashing embedder reads nothing of embeds to the zero vector: no match,
+    // not the first themes by id with score 0.
+    req.scope = Scope::All;
+    req.query = agrag_engine::QueryInput::Text("🫀💊 ?!".into());
+    let nothing = engine.search_themes(&req).unwrap();
+    assert_eq!(nothing.status, Status::NoMatch, "{nothing:?}");
+    assert!(nothing.themes.is_empty() && nothing.run_id.is_some());
 }
 
 #[test]
