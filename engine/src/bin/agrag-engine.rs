@@ -413,7 +413,7 @@ fn print_themes(engine: &Engine, a: &ThemeAnswer) -> CmdResult {
         let ev = engine.fetch_evidence(&ids).map_err(work)?;
         for (p, e) in t.passages.iter().zip(ev) {
             println!(
-                "   - {} ({} members): {}",
+                "   - {} (mentions {} of its concepts): {}",
                 p.evidence_id,
                 p.num_members,
                 snippet(e.text.as_deref().unwrap_or(""), 160)

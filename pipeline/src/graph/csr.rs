@@ -527,7 +527,8 @@ pub(crate) fn chunked_sum(values: &[f64]) -> f64 {
         .par_chunks(CHUNK)
         .map(|c| c.iter().sum::<f64>())
         .collect();
-    partial.iter().sum()
+    // From +0: `Sum` for floats starts at -0, which an empty graph would print as `-0`.
+    partial.iter().fold(0.0, |a, b| a + b)
 }
 
 /// Two-pass CSR construction: count, allocate, place, then sort and merge each row.
@@ -821,6 +822,9 @@ mod tests {
             (g.num_nodes(), g.num_edges(), g.total_weight()),
             (0, 0, 0.0)
         );
+        // +0, not -0: an empty graph's total weight prints as `0`.
+        assert!(g.total_weight().is_sign_positive());
+        assert_eq!(format!("{}", g.total_weight()), "0");
         let g = Graph::from_edges(5, &[(1, 3, 2.0)]).unwrap();
         assert_eq!(g.num_nodes(), 5);
         assert_eq!(g.degree(0), 0);
