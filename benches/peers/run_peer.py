@@ -91,6 +91,8 @@ def main():
         edges = list(zip(map(str, u.tolist()), map(str, v.tolist()), ws))
     else:
         nk.setNumberOfThreads(a.threads)
+        # Seeds networkit's global generator; its parallel runs still depend on the scheduling.
+        nk.setSeed(a.seed, False)
         g = nk.Graph(n, weighted=w is not None)
         if w is None:
             g.addEdges((u.astype(np.uint64), v.astype(np.uint64)))
@@ -100,6 +102,7 @@ def main():
 
     peak_load = vm_kib("VmHWM:")
     reset_ok = reset_peak()
+    # python-igraph draws from Python's `random` module by default, so this seeds igraph-leiden.
     random.seed(a.seed)
     cpu0, t0 = time.process_time(), time.perf_counter()
     if a.peer == "igraph-leiden":
