@@ -272,26 +272,26 @@ fn attach_mentions(
 ///
 /// # Errors
 /// Those of the reader.
-#[cfg(feature = "polars")]
+#[cfg(feature = "tables")]
 pub(crate) fn read_index(dir: &Path) -> Result<crate::ingest::graphrag::GraphRagIndex> {
     crate::ingest::graphrag::read_graphrag(dir)
 }
 
-/// Without polars there is no Parquet reader: a GraphRAG index is refused.
+/// Without the `tables` feature there is no Parquet reader: a GraphRAG index is refused.
 ///
 /// # Errors
 /// Always [`PipelineError::InvalidConfig`].
-#[cfg(not(feature = "polars"))]
+#[cfg(not(feature = "tables"))]
 pub(crate) fn read_index(dir: &Path) -> Result<GraphRagIndexStub> {
     Err(PipelineError::InvalidConfig {
         field: "graphrag",
         value: dir.display().to_string(),
-        expected: "a build with the `polars` feature (the default) to read Parquet",
+        expected: "a build with the `tables` feature (the default) to read Parquet",
     })
 }
 
-/// Stands in for the GraphRAG index in a build without polars (never constructed).
-#[cfg(not(feature = "polars"))]
+/// Stands in for the GraphRAG index in a build without the `tables` feature (never constructed).
+#[cfg(not(feature = "tables"))]
 #[derive(Debug)]
 pub(crate) struct GraphRagIndexStub {
     pub(crate) corpus: Corpus,

@@ -270,6 +270,19 @@ fn visibility_set_refuses_an_unknown_id_unless_allowed() {
         "{}",
         show(&listed)
     );
+    // `get` says when the id is not in the served run, so "visible" does not hide a typo.
+    for (args, noted) in [
+        (["--document", "d9"], true),
+        (["--passage", "nope#0"], true),
+        (["--passage", "d1#0"], false),
+    ] {
+        let mut all = vec!["visibility", "get"];
+        all.extend_from_slice(&args);
+        let out = engine_at(dir.path(), &all);
+        assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(stdout.contains("note: the served run"), noted, "{stdout}");
+    }
 }
 
 /// A question longer than the MCP tools accept is refused by the command line too, naming

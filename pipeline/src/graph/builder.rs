@@ -1,7 +1,7 @@
 //! The co-occurrence entity graph: entities are the concepts that some passage mentions; two
 //! entities are joined by an edge whose weight is the number of passages mentioning both.
 //!
-//! With the default `polars` feature the join and counts run as a polars lazy query (a
+//! With the optional `polars` feature the join and counts run as a polars lazy query (a
 //! self-join of the mention table on `passage`, then a group-by count); without it a
 //! plain-Rust pass computes the same table. Both give the same edges in the same order (tested).
 

@@ -31,7 +31,7 @@ use std::io::Cursor;
 use std::path::{Path, PathBuf};
 
 use agrag_engine::format::normalize::normalize_text;
-use polars::prelude::*;
+use polars_core::prelude::*;
 use polars_io::SerReader;
 use polars_io::parquet::read::ParquetReader;
 

@@ -39,9 +39,9 @@ use flate2::read::MultiGzDecoder;
 
 use crate::error::{PipelineError, Result};
 
-#[cfg(feature = "polars")]
+#[cfg(feature = "tables")]
 pub mod graphrag;
-#[cfg(feature = "polars")]
+#[cfg(feature = "tables")]
 mod table;
 
 /// The format of a documents file.
@@ -49,9 +49,9 @@ mod table;
 pub enum DocumentsFormat {
     /// JSON Lines, plain or gzip-compressed (see the [module docs](self)).
     Jsonl,
-    /// Apache Parquet, one row per document (needs the `polars` feature).
+    /// Apache Parquet, one row per document (needs the `tables` feature).
     Parquet,
-    /// CSV with a header line, one row per document (needs the `polars` feature).
+    /// CSV with a header line, one row per document (needs the `tables` feature).
     Csv,
 }
 
@@ -105,7 +105,7 @@ impl Default for ColumnNames {
 /// column, [`PipelineError::Row`] naming a row (null key, duplicate key, both `passages` and
 /// `text`) and [`PipelineError::EmptyInput`]; [`PipelineError::InvalidConfig`] for renamed
 /// columns with JSON Lines (its field names are fixed), or a table in a build without the
-/// `polars` feature.
+/// `tables` feature.
 pub fn read_documents(
     path: &Path,
     format: Option<DocumentsFormat>,
@@ -123,15 +123,15 @@ pub fn read_documents(
             }
             read_jsonl(path)
         }
-        #[cfg(feature = "polars")]
+        #[cfg(feature = "tables")]
         DocumentsFormat::Parquet => table::read_table(path, table::TableFormat::Parquet, names),
-        #[cfg(feature = "polars")]
+        #[cfg(feature = "tables")]
         DocumentsFormat::Csv => table::read_table(path, table::TableFormat::Csv, names),
-        #[cfg(not(feature = "polars"))]
+        #[cfg(not(feature = "tables"))]
         DocumentsFormat::Parquet | DocumentsFormat::Csv => Err(PipelineError::InvalidConfig {
             field: "documents",
             value: path.display().to_string(),
-            expected: "a JSON Lines file: this build of agrag-pipeline lacks the `polars` feature that reads Parquet and CSV (rebuild with default features)",
+            expected: "a JSON Lines file: this build of agrag-pipeline lacks the `tables` feature that reads Parquet and CSV (rebuild with default features)",
         }),
     }
 }

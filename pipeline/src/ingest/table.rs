@@ -25,7 +25,7 @@
 use std::io::Cursor;
 use std::path::Path;
 
-use polars::prelude::*;
+use polars_core::prelude::*;
 use polars_io::SerReader;
 use polars_io::csv::read::CsvReadOptions;
 use polars_io::parquet::read::ParquetReader;

@@ -17,7 +17,7 @@ use arrow_array::types::Int64Type;
 use arrow_array::{ArrayRef, Int64Array, RecordBatch, StringArray};
 use parquet::arrow::ArrowWriter;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
-use polars::prelude::*;
+use polars_core::prelude::*;
 use polars_io::SerReader;
 use polars_io::parquet::read::ParquetReader;
 use polars_io::parquet::write::ParquetWriter;
