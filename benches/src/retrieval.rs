@@ -20,28 +20,31 @@ pub struct Candidate {
 
 /// Names [`candidates`] knows: all-MiniLM-L6-v2 (long texts as the mean of windows, or
 /// truncated) and the built-in hash embedder.
-pub const EMBEDDERS: [&str; 3] = ["minilm", "minilm-truncate", "hash"];
+pub const EMBEDDERS: [&str; 4] = ["minilm", "minilm-truncate", "minilm-max", "hash"];
 
 /// The embedders named in `names`: `minilm` (long texts as the mean over 254-piece windows,
 /// the default), `minilm-truncate` (long texts truncated at 256 word pieces, as
-/// sentence-transformers does), `hash`. MiniLM is read from `EMBEDDING_MODEL_PATH` (or the default folder); when
+/// sentence-transformers does), `minilm-max` (the element-wise maximum of the windows' means),
+/// `hash`. MiniLM is read from `EMBEDDING_MODEL_PATH` (or the default folder); when
 /// it cannot be loaded it is left out and the reason is returned as a notice.
 pub fn candidates(names: &[&str]) -> (Vec<Candidate>, Vec<String>) {
     let mut out = Vec::new();
     let mut notices = Vec::new();
     for &name in names {
         match name {
-            "minilm" | "minilm-truncate" => match MiniLmEmbedder::load(&model_path_from_env()) {
-                Ok(e) => out.push(Candidate {
-                    name: name.to_owned(),
-                    embedder: Arc::new(e.with_long_texts(if name == "minilm" {
-                        LongTexts::MeanOfWindows
-                    } else {
-                        LongTexts::Truncate
-                    })),
-                }),
-                Err(e) => notices.push(format!("{name} left out: {e}")),
-            },
+            "minilm" | "minilm-truncate" | "minilm-max" => {
+                match MiniLmEmbedder::load(&model_path_from_env()) {
+                    Ok(e) => out.push(Candidate {
+                        name: name.to_owned(),
+                        embedder: Arc::new(e.with_long_texts(match name {
+                            "minilm" => LongTexts::MeanOfWindows,
+                            "minilm-max" => LongTexts::MaxOfWindows,
+                            _ => LongTexts::Truncate,
+                        })),
+                    }),
+                    Err(e) => notices.push(format!("{name} left out: {e}")),
+                }
+            }
             "hash" => out.push(Candidate {
                 name: name.to_owned(),
                 embedder: Arc::new(HashEmbedder::default()),
@@ -50,6 +53,64 @@ pub fn candidates(names: &[&str]) -> (Vec<Candidate>, Vec<String>) {
         }
     }
     (out, notices)
+}
+
+/// An [`Embedder`] that remembers the vector of every text it has embedded, so that runs of
+/// several experiments on one corpus embed each distinct text once (passages, documents,
+/// questions and unchanged report texts). Same identity and vectors as the wrapped embedder
+/// (a transformer's masked pooling makes a vector independent of its batch, up to float
+/// rounding).
+#[derive(Debug)]
+pub struct CachingEmbedder {
+    inner: Arc<dyn Embedder>,
+    cache: std::sync::Mutex<std::collections::HashMap<String, Vec<f32>>>,
+    misses: std::sync::atomic::AtomicUsize,
+}
+
+impl CachingEmbedder {
+    /// Wraps `inner` with an empty cache.
+    pub fn new(inner: Arc<dyn Embedder>) -> Self {
+        Self {
+            inner,
+            cache: std::sync::Mutex::default(),
+            misses: std::sync::atomic::AtomicUsize::new(0),
+        }
+    }
+
+    /// Texts embedded by the wrapped embedder so far (cache misses).
+    pub fn misses(&self) -> usize {
+        self.misses.load(std::sync::atomic::Ordering::Relaxed)
+    }
+}
+
+impl Embedder for CachingEmbedder {
+    fn identity(&self) -> &agrag_engine::embed::EmbedderIdentity {
+        self.inner.identity()
+    }
+
+    fn parameters(&self) -> serde_json::Value {
+        self.inner.parameters()
+    }
+
+    fn embed_batch(&self, texts: &[&str]) -> agrag_engine::Result<Vec<Vec<f32>>> {
+        let mut out: Vec<Option<Vec<f32>>> = {
+            let cache = self.cache.lock().expect("cache lock");
+            texts.iter().map(|t| cache.get(*t).cloned()).collect()
+        };
+        let missing: Vec<usize> = (0..texts.len()).filter(|&i| out[i].is_none()).collect();
+        if !missing.is_empty() {
+            let batch: Vec<&str> = missing.iter().map(|&i| texts[i]).collect();
+            let vectors = self.inner.embed_batch(&batch)?;
+            self.misses
+                .fetch_add(missing.len(), std::sync::atomic::Ordering::Relaxed);
+            let mut cache = self.cache.lock().expect("cache lock");
+            for (&i, v) in missing.iter().zip(vectors) {
+                cache.insert(texts[i].to_owned(), v.clone());
+                out[i] = Some(v);
+            }
+        }
+        Ok(out.into_iter().map(Option::unwrap_or_default).collect())
+    }
 }
 
 /// Embeds `texts` as the pipeline embeds reports: sorted by length, chunks of `chunk` texts in

@@ -346,6 +346,29 @@ impl IvfIndex {
         codes: arrow_buffer::ScalarBuffer<i8>,
         num_rows: usize,
     ) -> Result<Self, String> {
+        let once = vec![1u32; num_rows];
+        Self::from_parts_grouped(dim, centroids, cells, rows, scales, codes, &once)
+    }
+
+    /// [`from_parts`](Self::from_parts) for an index whose entries name *groups* of rows (the
+    /// communities of a run whose communities hold one or more vectors each): group `g` has
+    /// `group_rows[g]` entries, which may share a cell (`rows` is then non-decreasing within
+    /// a cell, not strictly ascending).
+    ///
+    /// # Errors
+    /// A message naming the first inconsistency (lengths, order, range, a group with another
+    /// number of entries than `group_rows` says).
+    pub fn from_parts_grouped(
+        dim: usize,
+        centroids: Vec<f32>,
+        cells: &[u32],
+        rows: Vec<u32>,
+        scales: Vec<f32>,
+        codes: arrow_buffer::ScalarBuffer<i8>,
+        group_rows: &[u32],
+    ) -> Result<Self, String> {
+        let num_rows = group_rows.len();
+        let num_entries: usize = group_rows.iter().map(|&n| n as usize).sum();
         if dim == 0 || !centroids.len().is_multiple_of(dim) {
             return Err(format!(
                 "{} centroid values are not a multiple of dimension {dim}",
@@ -353,9 +376,9 @@ impl IvfIndex {
             ));
         }
         let n = cells.len();
-        if rows.len() != n || scales.len() != n || codes.len() != n * dim || n != num_rows {
+        if rows.len() != n || scales.len() != n || codes.len() != n * dim || n != num_entries {
             return Err(format!(
-                "{n} cells, {} rows, {} scales, {} codes for {num_rows} rows of dimension {dim}",
+                "{n} cells, {} rows, {} scales, {} codes for {num_entries} rows of dimension {dim}",
                 rows.len(),
                 scales.len(),
                 codes.len()
@@ -363,22 +386,33 @@ impl IvfIndex {
         }
         let lists = centroids.len() / dim;
         let mut offsets = vec![0u32; lists + 1];
-        let mut seen = vec![false; num_rows];
+        let mut seen = vec![0u32; num_rows];
         for e in 0..n {
             let (c, r) = (cells[e], rows[e]);
             if c as usize >= lists {
                 return Err(format!("entry {e}: cell {c} out of range (0..{lists})"));
             }
-            if r as usize >= num_rows || std::mem::replace(&mut seen[r as usize], true) {
+            if r as usize >= num_rows || seen[r as usize] == group_rows[r as usize] {
                 return Err(format!("entry {e}: row {r} out of range or repeated"));
             }
-            if e > 0 && (cells[e - 1], rows[e - 1]) >= (c, r) {
+            seen[r as usize] += 1;
+            let strict = group_rows[r as usize] == 1;
+            if e > 0
+                && ((cells[e - 1], rows[e - 1]) > (c, r)
+                    || (strict && (cells[e - 1], rows[e - 1]) == (c, r)))
+            {
                 return Err(format!("entry {e}: not in (cell, row) order"));
             }
             if !scales[e].is_finite() {
                 return Err(format!("entry {e}: scale is not finite"));
             }
             offsets[c as usize + 1] += 1;
+        }
+        if let Some(r) = (0..num_rows).find(|&r| seen[r] != group_rows[r]) {
+            return Err(format!(
+                "row {r} has {} entries, {} expected",
+                seen[r], group_rows[r]
+            ));
         }
         for i in 1..offsets.len() {
             offsets[i] += offsets[i - 1];
@@ -431,6 +465,23 @@ impl IvfIndex {
         probe: Probe,
     ) -> (Vec<(u32, f32)>, IvfStats) {
         let dim = self.dim;
+        self.search_by(query, k, probe, |r| {
+            dot(query, &matrix[r as usize * dim..(r as usize + 1) * dim])
+        })
+    }
+
+    /// [`search`](Self::search) with the exact score of a row (or of a group of rows, for an
+    /// index built by [`from_parts_grouped`](Self::from_parts_grouped)) given by `exact`:
+    /// the shortlist is deduplicated by row before `exact` is called, so a group whose
+    /// several entries were probed is re-scored once.
+    pub fn search_by(
+        &self,
+        query: &[f32],
+        k: usize,
+        probe: Probe,
+        exact: impl Fn(u32) -> f32,
+    ) -> (Vec<(u32, f32)>, IvfStats) {
+        let dim = self.dim;
         let lists = self.lists();
         let mut order: Vec<(u32, f32)> = self
             .centroids
@@ -467,16 +518,12 @@ impl IvfIndex {
             scored.select_nth_unstable_by(keep, cmp);
             scored.truncate(keep);
         }
-        let mut exact: Vec<(u32, f32)> = scored
-            .iter()
-            .map(|&(_, e)| {
-                let r = self.rows[e as usize];
-                (
-                    r,
-                    dot(query, &matrix[r as usize * dim..(r as usize + 1) * dim]),
-                )
-            })
-            .collect();
+        let mut shortlist: Vec<u32> = scored.iter().map(|&(_, e)| self.rows[e as usize]).collect();
+        shortlist.sort_unstable();
+        shortlist.dedup();
+        let exact_score = exact;
+        let mut exact: Vec<(u32, f32)> =
+            shortlist.into_iter().map(|r| (r, exact_score(r))).collect();
         let stats = IvfStats {
             lists_probed: probed,
             rows_scored,

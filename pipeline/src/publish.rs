@@ -46,8 +46,9 @@ pub struct RunTables<'a> {
     pub hierarchy: &'a Hierarchy,
     /// One report per community, in community order.
     pub reports: &'a [Report],
-    /// One embedding per community, in community order.
-    pub embeddings: &'a [Vec<f32>],
+    /// The vectors of each community (one or more; see
+    /// [`CommunityVectors`](crate::report::CommunityVectors)), in community order.
+    pub embeddings: &'a [Vec<Vec<f32>>],
     /// One embedding per document, in document order.
     pub document_embeddings: &'a [Vec<f32>],
     /// Identity of the embedder.
@@ -67,6 +68,7 @@ impl RunTables<'_> {
         if comms.iter().enumerate().any(|(i, c)| c.id as usize != i)
             || self.reports.len() != comms.len()
             || self.embeddings.len() != comms.len()
+            || self.embeddings.iter().any(Vec::is_empty)
         {
             return Err(PipelineError::Internal(
                 "communities, reports and embeddings are not aligned by community id".into(),
@@ -189,7 +191,19 @@ impl RunTables<'_> {
                         .map(|&p| (r.community_id, passage_ids[p as usize].clone()))
                 })
                 .collect(),
-            report_embeddings: self.embeddings.iter().flatten().copied().collect(),
+            report_embeddings: self
+                .embeddings
+                .iter()
+                .flatten()
+                .flatten()
+                .copied()
+                .collect(),
+            report_embedding_communities: self
+                .embeddings
+                .iter()
+                .enumerate()
+                .flat_map(|(c, v)| std::iter::repeat_n(c as u32, v.len()))
+                .collect(),
             document_embeddings: self.document_embeddings.iter().flatten().copied().collect(),
         })
     }

@@ -19,7 +19,7 @@ use crate::ingest::{ColumnNames, DocumentsFormat, read_documents};
 use crate::leiden::LeidenConfig;
 use crate::link::{LinkConfig, load_vocabulary};
 use crate::publish::{RunTables, publish};
-use crate::report::{Adjacency, PassageRef, ReportWriter, community_context};
+use crate::report::{Adjacency, CommunityVectors, PassageRef, ReportWriter, community_context};
 use crate::stages::{
     EntityGraph, GivenGraph, Linked, PassageFlags, cooccurrence_graph, given_graph, given_links,
     link_corpus, read_index,
@@ -53,6 +53,8 @@ pub struct RunConfig {
     pub embedder: Arc<dyn Embedder>,
     /// Report writer.
     pub report_writer: Arc<dyn ReportWriter>,
+    /// What each community's vectors are made of (its rows of `report_embeddings`).
+    pub community_vectors: CommunityVectors,
     /// Draw progress bars on stderr (only when it is a terminal).
     pub progress: bool,
     /// Publish the run even when it has no entity, no community or no document linked to a
@@ -73,6 +75,7 @@ impl std::fmt::Debug for RunConfig {
             .field("leiden", &self.leiden)
             .field("embedder", &self.embedder.identity())
             .field("report_writer", &self.report_writer.name())
+            .field("community_vectors", &self.community_vectors)
             .field("allow_empty", &self.allow_empty)
             .finish()
     }
@@ -469,7 +472,8 @@ fn run_in_pool(cfg: &RunConfig, sources: &Sources) -> Result<RunSummary> {
         })
         .collect();
     let adjacency = Adjacency::new(num_entities, &co.edges);
-    let reports = hierarchy
+    let recipe = cfg.community_vectors;
+    let (mut reports, ranked): (Vec<_>, Vec<Vec<u32>>) = hierarchy
         .communities
         .par_iter()
         .map(|c| {
@@ -485,23 +489,126 @@ fn run_in_pool(cfg: &RunConfig, sources: &Sources) -> Result<RunSummary> {
             );
             let r = cfg.report_writer.write(&ctx);
             bar.inc(1);
-            r
+            let keep = if recipe.assigned {
+                usize::MAX
+            } else {
+                recipe.num_passages()
+            };
+            let ranked: Vec<u32> = ctx.passages.iter().take(keep).map(|(p, _)| p.row).collect();
+            r.map(|r| (r, ranked))
         })
-        .collect::<Result<Vec<_>>>()?;
+        .collect::<Result<Vec<_>>>()?
+        .into_iter()
+        .unzip();
     phases.finish("report", bar, t, format!("{} reports", reports.len()));
+    let assigned = if recipe.assigned {
+        assign_passages(&ranked, &hierarchy.communities, num_passages)
+    } else {
+        vec![Vec::new(); ranked.len()]
+    };
+    // The passages whose own vectors are community vectors: the best `passages` of each, then
+    // those assigned to it.
+    let best_passages: Vec<Vec<u32>> = ranked
+        .iter()
+        .zip(&assigned)
+        .map(|(r, a)| {
+            let mut v: Vec<u32> = r.iter().take(recipe.passages).copied().collect();
+            v.extend(a.iter().filter(|p| !v.contains(p)).collect::<Vec<_>>());
+            v
+        })
+        .collect();
 
-    // 6. Embed the reports (theme search), then the documents (`find_by_meaning`'s ranking by
-    // query), each batched and parallel (see `embed_texts`).
+    // 6. Embed each community's vectors (theme search; see `CommunityVectors`), then the
+    // documents (`find_by_meaning`'s ranking by query), each batched and parallel (see
+    // `embed_texts`).
     let identity = cfg.embedder.identity().clone();
-    let (bar, t) = phases.start("embed", Some(reports.len() as u64));
-    let report_texts: Vec<&str> = reports.iter().map(|r| r.full_content.as_str()).collect();
-    let embeddings = embed_texts(cfg.embedder.as_ref(), &report_texts, "reports", &bar)?;
+    let fallback = CommunityVectors {
+        report: crate::report::ReportText::NoSources,
+        passages: 0,
+        centroid: 0,
+        assigned: false,
+    };
+    let texts: Vec<Vec<String>> = reports
+        .iter()
+        .zip(&best_passages)
+        .map(|(r, best)| match recipe.texts(r) {
+            // A community with no vector could never be found: without supporting passages
+            // its report text stands in.
+            t if t.is_empty() && (best.is_empty() || recipe.num_passages() == 0) => {
+                fallback.texts(r)
+            }
+            t => t,
+        })
+        .collect();
+    for ((r, texts), best) in reports.iter_mut().zip(&texts).zip(&best_passages) {
+        // `reports.parquet` stores what was embedded; a passage whose vector is one of the
+        // community's is a source of its embedding, like a quoted one (`report_sources`).
+        r.full_content = texts.join("\n\n");
+        for &p in best {
+            if !r.quoted_passages.contains(&p) {
+                r.quoted_passages.push(p);
+            }
+        }
+    }
+    let flat: Vec<&str> = texts.iter().flatten().map(String::as_str).collect();
+    let (bar, t) = phases.start("embed", Some(flat.len() as u64));
+    let mut text_vectors = embed_texts(cfg.embedder.as_ref(), &flat, "reports", &bar)?.into_iter();
     phases.finish(
         "embed",
         bar,
         t,
-        format!("{} report vectors by {}", embeddings.len(), identity.model),
+        format!("{} report vectors by {}", flat.len(), identity.model),
     );
+    let centroid_rows = |c: usize| &ranked[c][..ranked[c].len().min(recipe.centroid)];
+    let mut needed: Vec<u32> = best_passages
+        .iter()
+        .flatten()
+        .copied()
+        .chain((0..ranked.len()).flat_map(|c| centroid_rows(c).iter().copied()))
+        .collect();
+    needed.sort_unstable();
+    needed.dedup();
+    let (bar, t) = phases.start("embed_passages", Some(needed.len() as u64));
+    let passage_texts: Vec<&str> = needed
+        .iter()
+        .map(|&p| passage_refs[p as usize].text)
+        .collect();
+    let passage_vectors = embed_texts(cfg.embedder.as_ref(), &passage_texts, "passages", &bar)?;
+    phases.finish(
+        "embed_passages",
+        bar,
+        t,
+        format!(
+            "{} supporting passage vectors by {}",
+            needed.len(),
+            identity.model
+        ),
+    );
+    let passage_vector = |p: u32| -> &[f32] {
+        let i = needed.binary_search(&p).unwrap_or_default();
+        &passage_vectors[i]
+    };
+    let embeddings: Vec<Vec<Vec<f32>>> = texts
+        .iter()
+        .zip(&best_passages)
+        .enumerate()
+        .map(|(c, (texts, best))| {
+            let mut vectors: Vec<Vec<f32>> = text_vectors.by_ref().take(texts.len()).collect();
+            vectors.extend(best.iter().map(|&p| passage_vector(p).to_vec()));
+            if recipe.centroid > 0 && !centroid_rows(c).is_empty() {
+                let mut mean = vec![0.0f32; identity.dim];
+                for &p in centroid_rows(c) {
+                    for (m, x) in mean.iter_mut().zip(passage_vector(p)) {
+                        *m += x;
+                    }
+                }
+                agrag_engine::embed::l2_normalize(&mut mean);
+                vectors.push(mean);
+            }
+            vectors
+        })
+        .collect();
+
     let doc_texts: Vec<String> = corpus
         .documents
         .iter()
@@ -539,6 +646,7 @@ fn run_in_pool(cfg: &RunConfig, sources: &Sources) -> Result<RunSummary> {
         "detection": cfg.leiden,
         "membership": sources.membership,
         "report_writer": cfg.report_writer.name(),
+        "community_vectors": cfg.community_vectors.to_string(),
         "embedding": cfg.embedder.parameters(),
         "excluded": {"passages": excluded_passages.len(), "documents": excluded_documents.len()},
         "hidden_out_of_graph": {"passages": hidden_passages.len(), "documents": hidden_documents.len()},
@@ -624,6 +732,39 @@ fn run_in_pool(cfg: &RunConfig, sources: &Sources) -> Result<RunSummary> {
     phases.finish("publish", bar, t, format!("run {run_id} published"));
     summary.seconds = phases.seconds;
     Ok(summary)
+}
+
+/// Assigns every supporting passage to the one community that ranks it best among its
+/// supporting passages (`ranked[c]`, best first): lowest rank, then the finer level, then the
+/// lower community id. Returns each community's assigned passages in its own rank order. A
+/// query that matches a passage's vector then finds the community that shows that passage
+/// highest, so every linked passage can be found through a theme that returns it.
+fn assign_passages(
+    ranked: &[Vec<u32>],
+    communities: &[crate::leiden::hierarchy::Community],
+    num_passages: usize,
+) -> Vec<Vec<u32>> {
+    // passage → (rank, finer level first, community)
+    let mut best: Vec<Option<(usize, std::cmp::Reverse<u32>, u32)>> = vec![None; num_passages];
+    for (c, rows) in ranked.iter().enumerate() {
+        let level = communities[c].level;
+        for (rank, &p) in rows.iter().enumerate() {
+            let key = (rank, std::cmp::Reverse(level), c as u32);
+            let slot = &mut best[p as usize];
+            if slot.is_none_or(|b| key < b) {
+                *slot = Some(key);
+            }
+        }
+    }
+    let mut out = vec![Vec::new(); ranked.len()];
+    for (c, rows) in ranked.iter().enumerate() {
+        out[c] = rows
+            .iter()
+            .copied()
+            .filter(|&p| best[p as usize].is_some_and(|b| b.2 == c as u32))
+            .collect();
+    }
+    out
 }
 
 /// Refuses a run that would publish nothing to search (see [`RunConfig::allow_empty`]).

@@ -130,10 +130,15 @@ impl Vectors {
         }
     }
     fn draw(&self, rng: &mut XorShift) -> Vec<f32> {
+        let topic = rng.below(self.centres.len() as u64) as usize;
+        self.draw_in(rng, topic)
+    }
+    /// A vector of topic `topic` (any vector for `Uniform`).
+    fn draw_in(&self, rng: &mut XorShift, topic: usize) -> Vec<f32> {
         match self.space {
             Space::Uniform => random_unit(rng, 384),
             Space::Clustered => {
-                let c = &self.centres[rng.below(self.centres.len() as u64) as usize];
+                let c = &self.centres[topic % self.centres.len()];
                 let noise = random_unit(rng, 384);
                 let mut v: Vec<f32> = c.iter().zip(&noise).map(|(a, b)| a + b).collect();
                 l2_normalize(&mut v);
@@ -145,7 +150,13 @@ impl Vectors {
 
 /// A run of `n` communities: 5 entities each, 5 passages each (3 per document), each entity
 /// mentioned by 2 of its community's passages.
-fn theme_run(n: usize, rng: &mut XorShift, embedder: &HashEmbedder, space: &Vectors) -> RunData {
+fn theme_run(
+    n: usize,
+    rng: &mut XorShift,
+    embedder: &HashEmbedder,
+    space: &Vectors,
+    per_community: usize,
+) -> RunData {
     let dim = embedder.identity().dim;
     let num_passages = 5 * n;
     let num_docs = num_passages.div_ceil(3);
@@ -211,15 +222,20 @@ fn theme_run(n: usize, rng: &mut XorShift, embedder: &HashEmbedder, space: &Vect
             rank: 1.0,
             full_content: format!("theme {c}"),
         });
-        data.report_embeddings.extend(space.draw(rng));
+        // A community's vectors (its report text, its best passages) are about one topic.
+        let topic = rng.below(space.centres.len() as u64) as usize;
+        for _ in 0..per_community.max(1) {
+            data.report_embeddings.extend(space.draw_in(rng, topic));
+            data.report_embedding_communities.push(c as u32);
+        }
     }
     data.document_embeddings = (0..num_docs).flat_map(|_| random_unit(rng, dim)).collect();
     data
 }
 
-fn themes(root: &Path, sizes: &[usize], queries: usize, space: Space) {
+fn themes(root: &Path, sizes: &[usize], queries: usize, space: Space, per_community: usize) {
     println!(
-        "\n## search_themes (limit 5, support_limit 3; {queries} queries per row; {space:?} report embeddings)\n"
+        "\n## search_themes (limit 5, support_limit 3; {queries} queries per row; {space:?} report embeddings, {per_community} per community)\n"
     );
     println!(
         "| communities | passages | query | candidates | hidden | p50 ms | p99 ms | CPU p50 ms | CPU p99 ms | open ms | RSS after open MiB |"
@@ -241,7 +257,7 @@ fn themes(root: &Path, sizes: &[usize], queries: usize, space: Space) {
         let mut rng = XorShift::new(42 + n as u64);
         let dir = root.join(format!("themes-{n}"));
         let vectors_of = Vectors::new(space, n, &mut rng);
-        let data = theme_run(n, &mut rng, &embedder, &vectors_of);
+        let data = theme_run(n, &mut rng, &embedder, &vectors_of, per_community);
         let publish_s = publish(&dir, &data, &embedder);
         let num_passages = data.passages.len();
         let ids: Vec<String> = data.passages.iter().map(|p| p.passage_id.clone()).collect();
@@ -267,9 +283,14 @@ fn themes(root: &Path, sizes: &[usize], queries: usize, space: Space) {
                 let matrix = snap.embedding_matrix();
                 let (mut found, mut total, mut scanned) = (0usize, 0usize, 0usize);
                 for v in &vectors {
-                    let scores: Vec<f32> = matrix.chunks_exact(384).map(|r| dot(v, r)).collect();
+                    let scores = agrag_engine::query::theme::community_scores(snap, v);
                     let truth = top_k(&scores, 15);
-                    let (hits, stats) = ivf.search(matrix, v, 15, Probe::default());
+                    let best = |c: u32| {
+                        snap.report_rows(c)
+                            .map(|r| dot(v, &matrix[r * 384..(r + 1) * 384]))
+                            .fold(f32::NEG_INFINITY, f32::max)
+                    };
+                    let (hits, stats) = ivf.search_by(v, 15, Probe::default(), best);
                     scanned += stats.rows_scored;
                     total += truth.len();
                     found += truth
@@ -280,7 +301,7 @@ fn themes(root: &Path, sizes: &[usize], queries: usize, space: Space) {
                 recall_rows.push(format!(
                     "| {n} | {space:?} | {} | {:.1} % | {:.4} | {publish_s:.1} |",
                     ivf.lists(),
-                    100.0 * scanned as f64 / (vectors.len() * n) as f64,
+                    100.0 * scanned as f64 / (vectors.len() * snap.num_report_vectors()) as f64,
                     found as f64 / total as f64
                 ));
             })
@@ -528,6 +549,10 @@ struct Cli {
     /// Independent random report embeddings (default: clustered by topic).
     #[arg(long)]
     uniform: bool,
+    /// Report vectors per community [default: as many as the pipeline's shipped recipe makes,
+    /// see `CommunityVectors::default`].
+    #[arg(long)]
+    vectors_per_community: Option<usize>,
     /// Write the runs under DIR and leave them there (to profile an open).
     #[arg(long, value_name = "DIR")]
     keep: Option<PathBuf>,
@@ -555,7 +580,18 @@ fn main() {
         } else {
             Space::Clustered
         };
-        themes(&dir, sizes, if quick { 200 } else { 1_000 }, space);
+        let recipe = agrag_pipeline::report::CommunityVectors::default();
+        // Assigned passages: each of the synthetic run's 5 passages per community goes to
+        // one community, so about 5 more vectors per community.
+        let shipped = recipe.max_vectors() + if recipe.assigned { 5 } else { 0 };
+        let per_community = cli.vectors_per_community.unwrap_or(shipped);
+        themes(
+            &dir,
+            sizes,
+            if quick { 200 } else { 1_000 },
+            space,
+            per_community,
+        );
     }
     if !cli.themes_only {
         concepts(

@@ -1,41 +1,52 @@
 //! `theme-recall`: how often theme search leads a question back to its own document, per
-//! embedder, next to plain passage search by cosine. Prints a markdown table.
+//! embedder, per query set and per recipe of community vectors, next to plain passage search
+//! by cosine over the same passages. Prints markdown tables and the targets met or not.
 //!
 //! ```text
 //! bash scripts/fetch-model.sh
 //! cargo run -p agrag-benches --release --bin theme-recall -- \
-//!     [--embedders minilm,minilm-truncate,hash] [--threads 2] [--documents FILE.jsonl]
-//!     [--vocabulary DIR]
+//!     [--embedders minilm,hash] [--vectors nosources+p3,full] [--threads 2]
+//!     [--documents FILE.jsonl] [--conclusions FILE.jsonl] [--vocabulary DIR]
 //! ```
 //!
-//! Embedders: `minilm` (all-MiniLM-L6-v2, long texts as the mean of 254-word-piece windows,
-//! the default), `minilm-truncate` (long texts truncated at 256 word pieces, as
-//! sentence-transformers does) and `hash` (the built-in `agrag-hash-v2`).
+//! Query sets, each question paired with the document it came from:
+//! - **titles**: each document's `title` (a PubMedQA question). It shares most of its words
+//!   with its abstract, so it rewards word overlap.
+//! - **conclusions**: each abstract's own conclusion (PubMedQA `LONG_ANSWER`,
+//!   `../shared/data/pubmedqa/conclusions.jsonl` by default), which is not among the passages:
+//!   it restates what the abstract found in other words, so it rewards matching by meaning.
 //!
-//! For each embedder: the pipeline runs on the shipped PubMedQA corpus (900 documents, MeSH)
-//! into a temporary root; then, for each document, its `title` (a PubMedQA question) is asked
-//! with `search_themes(question, limit = 5, support_limit = 10)`. A hit is a returned passage of
-//! the question's own document: **recall@5 through themes** is hits / 900. The reference embeds
-//! every passage with the same embedder and ranks them by cosine against the question: recall
-//! at 5 passages, and at 50 (the most passages a theme answer can hold, 5 × 10).
+//! For each embedder the question vectors, the passage vectors and every text a recipe
+//! embeds are computed once ([`CachingEmbedder`]) and shared by all recipes. Then:
+//! - **passages (cosine)**, the reference: every passage of the corpus ranked by cosine with
+//!   the question; the rank of the question's document is that of its best passage.
+//! - **themes, per recipe** (`--vectors`, see [`CommunityVectors`]): the pipeline runs on the
+//!   corpus into a temporary root with that recipe, and each question's vector is asked with
+//!   `search_themes(limit = 10, support_limit = 10)`; the rank of the question's document is
+//!   that of the first theme that returns one of its passages. Recall@5 is therefore that of
+//!   `search_themes(limit = 5, support_limit = 10)`: with nothing hidden the first five themes
+//!   of the longer answer are the shorter answer.
 //!
-//! Also printed: report embedding throughput in the pipeline (reports/s), passage embedding
-//! throughput (passages/s), and the latency of `search_themes` (p50/p99, embedding included).
+//! Recall@k is the share of questions whose document ranks at most k; MRR is the mean of
+//! 1 / rank (0 past rank 10 for themes, past rank 100 for passages). The targets are checked on
+//! the first recipe listed (the shipped [`CommunityVectors::default`] unless told otherwise);
+//! the latency target of `search_themes` at 10⁵ communities is `query-bench`'s.
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use agrag_benches::common::workspace;
 use agrag_benches::retrieval::{
-    Candidate, EMBEDDERS, candidates, embed_all, percentile, timed_ms, top_k,
+    CachingEmbedder, Candidate, EMBEDDERS, candidates, embed_all, percentile, timed_ms,
 };
+use agrag_engine::embed::dot;
 use agrag_engine::query::theme::Status;
 use agrag_engine::{Engine, EngineConfig, QueryInput, Scope, ThemeRequest};
-use agrag_pipeline::ingest::read_jsonl;
+use agrag_pipeline::ingest::{Corpus, read_jsonl};
 use agrag_pipeline::leiden::LeidenConfig;
 use agrag_pipeline::link::LinkConfig;
-use agrag_pipeline::report::ExtractiveReportWriter;
+use agrag_pipeline::report::{CommunityVectors, ExtractiveReportWriter};
 use agrag_pipeline::run::{EMBED_CHUNK_TEXTS, RunConfig, run};
 use clap::Parser;
 
@@ -43,40 +54,113 @@ use clap::Parser;
 #[derive(Debug, Parser)]
 #[command(
     name = "theme-recall",
-    about = "How often theme search leads a question back to its own document, per embedder, as a markdown table"
+    about = "How often theme search leads a question (title or conclusion) back to its own document, per embedder and recipe of community vectors, as markdown tables"
 )]
 struct Cli {
     /// Embedders to measure.
-    #[arg(long, value_delimiter = ',', default_value = "minilm,minilm-truncate,hash", value_parser = clap::builder::PossibleValuesParser::new(EMBEDDERS))]
+    #[arg(long, value_delimiter = ',', default_value = "minilm,hash", value_parser = clap::builder::PossibleValuesParser::new(EMBEDDERS))]
     embedders: Vec<String>,
+    /// Recipes of community vectors to measure, `REPORT[+pN][+cN]` (REPORT: none, full,
+    /// nosources, title-summary, findings) [default: the shipped recipe]. The first one is
+    /// checked against the targets.
+    #[arg(long, value_delimiter = ',')]
+    vectors: Vec<CommunityVectors>,
     /// Threads of the pipeline and the queries (1..=1024).
     #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u16).range(1..=1024))]
     threads: u16,
     /// Corpus (JSON lines) [default: the shipped PubMedQA documents].
     #[arg(long)]
     documents: Option<PathBuf>,
+    /// Conclusions, JSON lines of `{"document_key", "query"}` [default:
+    /// ../shared/data/pubmedqa/conclusions.jsonl next to the workspace].
+    #[arg(long)]
+    conclusions: Option<PathBuf>,
     /// MeSH vocabulary folder [default: the shipped data/mesh].
     #[arg(long)]
     vocabulary: Option<PathBuf>,
 }
 
-/// One embedder's figures.
-struct Row {
-    name: String,
-    model: String,
-    reports: usize,
-    report_embed_s: f64,
-    themes_hits: usize,
-    themes_not_ok: usize,
-    mean_passages_returned: f64,
-    search_ms: Vec<f64>,
-    passages: usize,
-    passage_embed_s: f64,
-    cosine_hits_5: usize,
-    cosine_hits_50: usize,
-    questions: usize,
+/// One question set: `(question, document index)`.
+struct QuerySet {
+    name: &'static str,
+    questions: Vec<(String, usize)>,
 }
 
+/// Ranks of the question's document (1-based; `None` past the cut-off).
+#[derive(Debug, Clone, Default)]
+struct Ranks(Vec<Option<usize>>);
+
+impl Ranks {
+    fn recall(&self, k: usize) -> f64 {
+        let n = self.0.len().max(1) as f64;
+        self.0.iter().filter(|r| r.is_some_and(|r| r <= k)).count() as f64 / n
+    }
+
+    fn mrr(&self) -> f64 {
+        let n = self.0.len().max(1) as f64;
+        self.0
+            .iter()
+            .flatten()
+            .map(|&r| 1.0 / r as f64)
+            .sum::<f64>()
+            / n
+    }
+}
+
+/// One recipe's run.
+struct RecipeRow {
+    recipe: CommunityVectors,
+    communities: usize,
+    vectors: usize,
+    embed_s: f64,
+    texts_embedded: usize,
+    ranks: Vec<Ranks>,
+    not_ok: usize,
+    search_ms: Vec<f64>,
+}
+
+/// One embedder's figures.
+struct EmbedderRow {
+    name: String,
+    model: String,
+    passages: Vec<Ranks>,
+    recipes: Vec<RecipeRow>,
+}
+
+fn read_conclusions(path: &Path, corpus: &Corpus) -> Vec<(String, usize)> {
+    let index: HashMap<&str, usize> = corpus
+        .documents
+        .iter()
+        .enumerate()
+        .map(|(i, d)| (d.key.as_str(), i))
+        .collect();
+    let text = std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    let mut out = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let v: serde_json::Value = serde_json::from_str(line)
+            .unwrap_or_else(|e| panic!("{} line {}: {e}", path.display(), n + 1));
+        let key = v["document_key"].as_str().unwrap_or_default();
+        let query = v["query"].as_str().unwrap_or_default();
+        if let Some(&d) = index.get(key)
+            && !query.is_empty()
+        {
+            out.push((query.to_owned(), d));
+        }
+    }
+    out
+}
+
+fn load() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|_| "unknown".into())
+}
+
+#[allow(clippy::too_many_lines)]
 fn main() {
     let cli = Cli::parse();
     let names: Vec<&str> = cli.embedders.iter().map(String::as_str).collect();
@@ -85,10 +169,21 @@ fn main() {
         .documents
         .clone()
         .unwrap_or_else(|| workspace().join("data/pubmedqa/documents.jsonl"));
+    let conclusions = cli.conclusions.clone().unwrap_or_else(|| {
+        workspace()
+            .join("../shared/data/pubmedqa/conclusions.jsonl")
+            .canonicalize()
+            .unwrap_or_else(|_| PathBuf::from("/work/shared/data/pubmedqa/conclusions.jsonl"))
+    });
     let vocabulary = cli
         .vocabulary
         .clone()
         .unwrap_or_else(|| workspace().join("data/mesh"));
+    let recipes = if cli.vectors.is_empty() {
+        vec![CommunityVectors::default()]
+    } else {
+        cli.vectors.clone()
+    };
 
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
@@ -99,127 +194,177 @@ fn main() {
         eprintln!("notice: {n}");
     }
     let corpus = read_jsonl(&documents).expect("documents");
+    let sets = vec![
+        QuerySet {
+            name: "titles",
+            questions: corpus
+                .documents
+                .iter()
+                .enumerate()
+                .map(|(i, d)| (d.title.clone(), i))
+                .collect(),
+        },
+        QuerySet {
+            name: "conclusions",
+            questions: read_conclusions(&conclusions, &corpus),
+        },
+    ];
+    let load_before = load();
+    let started = std::time::Instant::now();
     let mut rows = Vec::new();
     for c in &cands {
-        eprintln!("{}: pipeline run ...", c.name);
-        rows.push(pool.install(|| measure(c, &corpus, &documents, &vocabulary, threads)));
+        rows.push(pool.install(|| {
+            measure(
+                c,
+                &corpus,
+                &sets,
+                &recipes,
+                &documents,
+                &vocabulary,
+                threads,
+            )
+        }));
     }
+    let load_after = load();
 
     println!(
-        "\nRecall of the source document, {} PubMedQA questions (document titles), {threads} threads\n",
-        corpus.documents.len()
+        "\nRecall of the source document: {} documents, {} passages; {threads} threads; load average before {load_before}, after {load_after}; {:.0} s in all\n",
+        corpus.documents.len(),
+        corpus.num_passages(),
+        started.elapsed().as_secs_f64()
     );
-    println!(
-        "| embedder | themes: recall@5 (limit 5, support 10) | passages returned (mean) | passage cosine: recall@5 | passage cosine: recall@50 |"
-    );
-    println!("|---|---|---|---|---|");
-    for r in &rows {
-        let q = r.questions as f64;
+    for set in &sets {
+        println!("### {} ({} questions)\n", set.name, set.questions.len());
         println!(
-            "| {} ({}) | {:.3} ({} / {}{}) | {:.1} | {:.3} | {:.3} |",
-            r.name,
-            r.model,
-            r.themes_hits as f64 / q,
-            r.themes_hits,
-            r.questions,
-            if r.themes_not_ok > 0 {
-                format!(", {} not ok", r.themes_not_ok)
-            } else {
-                String::new()
-            },
-            r.mean_passages_returned,
-            r.cosine_hits_5 as f64 / q,
-            r.cosine_hits_50 as f64 / q,
+            "| embedder | search | recall@1 | recall@5 | recall@10 | MRR |\n|---|---|---:|---:|---:|---:|"
         );
+        let s = sets.iter().position(|x| x.name == set.name).unwrap_or(0);
+        for r in &rows {
+            let p = &r.passages[s];
+            println!(
+                "| {} | passages (cosine) | {:.3} | {:.3} | {:.3} | {:.3} |",
+                r.name,
+                p.recall(1),
+                p.recall(5),
+                p.recall(10),
+                p.mrr()
+            );
+            for rr in &r.recipes {
+                let t = &rr.ranks[s];
+                println!(
+                    "| {} | themes `{}` | {:.3} | {:.3} | {:.3} | {:.3} |",
+                    r.name,
+                    rr.recipe,
+                    t.recall(1),
+                    t.recall(5),
+                    t.recall(10),
+                    t.mrr()
+                );
+            }
+        }
+        println!();
     }
     println!(
-        "\n| embedder | reports embedded in the pipeline | reports/s | passages/s | search_themes p50 ms | p99 ms |"
+        "| embedder | recipe | communities | vectors | texts embedded (new) | embed s | search_themes p50 ms | p99 ms (vector given) | not ok |\n|---|---|---:|---:|---:|---:|---:|---:|---:|"
     );
-    println!("|---|---|---|---|---|---|");
     for r in &rows {
-        println!(
-            "| {} | {} in {:.2} s | {:.1} | {:.1} | {:.2} | {:.2} |",
-            r.name,
-            r.reports,
-            r.report_embed_s,
-            r.reports as f64 / r.report_embed_s.max(1e-9),
-            r.passages as f64 / r.passage_embed_s.max(1e-9),
-            percentile(&r.search_ms, 50.0),
-            percentile(&r.search_ms, 99.0),
-        );
+        for rr in &r.recipes {
+            println!(
+                "| {} ({}) | `{}` | {} | {} | {} | {:.1} | {:.3} | {:.3} | {} |",
+                r.name,
+                r.model,
+                rr.recipe,
+                rr.communities,
+                rr.vectors,
+                rr.texts_embedded,
+                rr.embed_s,
+                percentile(&rr.search_ms, 50.0),
+                percentile(&rr.search_ms, 99.0),
+                rr.not_ok
+            );
+        }
     }
+
+    // Targets, on the first recipe.
+    let find = |name: &str| rows.iter().find(|r| r.name == name);
+    let recall5 = |r: &EmbedderRow, set: usize| r.recipes.first().map(|x| x.ranks[set].recall(5));
+    println!("\nTargets (first recipe, `{}`):\n", recipes[0]);
+    let mark = |ok: bool| if ok { "✓ met" } else { "✗ not met" };
+    if let Some(m) = find("minilm") {
+        let (t, c) = (recall5(m, 0).unwrap_or(0.0), recall5(m, 1).unwrap_or(0.0));
+        let pc = m.passages[1].recall(5);
+        println!(
+            "- MiniLM conclusions recall@5 ≥ 0.92: {c:.3} {}",
+            mark(c >= 0.92)
+        );
+        println!(
+            "- MiniLM titles recall@5 ≥ 0.97: {t:.3} {}",
+            mark(t >= 0.97)
+        );
+        println!(
+            "- MiniLM themes at most 3 points below MiniLM passage search on conclusions (recall@5): {c:.3} vs {pc:.3} ({:+.1} points) {}",
+            100.0 * (c - pc),
+            mark(c >= pc - 0.03 - 1e-9)
+        );
+        if let Some(h) = find("hash") {
+            let hc = recall5(h, 1).unwrap_or(0.0);
+            println!(
+                "- MiniLM ahead of the hashing embedder on conclusions by ≥ 10 points (recall@5): {c:.3} vs {hc:.3} ({:+.1} points) {}",
+                100.0 * (c - hc),
+                mark(c - hc >= 0.10 - 1e-9)
+            );
+        } else {
+            println!(
+                "- MiniLM ahead of the hashing embedder on conclusions: not measured (no hash run)"
+            );
+        }
+    } else {
+        println!("- MiniLM targets: not measured (no minilm run)");
+    }
+    println!(
+        "- search_themes p99 ≤ 1 ms at 10⁵ communities: measured by `query-bench --themes-only`"
+    );
+}
+
+/// Rank (1-based) of document `d` among passages ranked by cosine with `q`: one more than the
+/// number of passages scoring above its best passage (`None` past 100).
+fn passage_rank(matrix: &[Vec<f32>], owner: &[usize], q: &[f32], d: usize) -> Option<usize> {
+    let scores: Vec<f32> = matrix.iter().map(|p| dot(p, q)).collect();
+    let best = scores
+        .iter()
+        .zip(owner)
+        .filter(|(_, o)| **o == d)
+        .map(|(s, _)| *s)
+        .fold(f32::NEG_INFINITY, f32::max);
+    if best == f32::NEG_INFINITY {
+        return None;
+    }
+    // Ties count against the document (the bench's passage order is arbitrary).
+    let above = scores
+        .iter()
+        .zip(owner)
+        .filter(|(s, o)| **o != d && **s >= best)
+        .count();
+    (above < 100).then_some(above + 1)
 }
 
 fn measure(
     c: &Candidate,
-    corpus: &agrag_pipeline::ingest::Corpus,
+    corpus: &Corpus,
+    sets: &[QuerySet],
+    recipes: &[CommunityVectors],
     documents: &Path,
     vocabulary: &Path,
     threads: usize,
-) -> Row {
-    let root = tempfile::tempdir().expect("temp root");
-    let cfg = RunConfig {
-        root: root.path().to_owned(),
-        documents: documents.to_owned(),
-        vocabulary: vocabulary.to_owned(),
-        threads: Some(threads),
-        link: LinkConfig::default(),
-        leiden: LeidenConfig::default(),
-        embedder: c.embedder.clone(),
-        report_writer: Arc::new(ExtractiveReportWriter),
-        progress: false,
-        allow_empty: false,
-    };
-    let summary = run(&cfg).expect("pipeline run");
-    let reports: usize = summary.communities_per_level.iter().sum();
-    let report_embed_s = summary.seconds.get("embed").copied().unwrap_or(0.0);
+) -> EmbedderRow {
+    let cached = Arc::new(CachingEmbedder::new(c.embedder.clone()));
+    let model = c.embedder.identity().model.clone();
+
     eprintln!(
-        "{}: {reports} reports embedded in {report_embed_s:.2} s; asking {} questions",
+        "{}: embedding every passage (the reference) [load {}]",
         c.name,
-        corpus.documents.len()
+        load()
     );
-
-    let engine = Engine::open(
-        root.path(),
-        EngineConfig {
-            embedder: Some(c.embedder.clone()),
-            model_path: None,
-            ..EngineConfig::default()
-        },
-    )
-    .expect("engine");
-    let mut themes_hits = 0;
-    let mut themes_not_ok = 0;
-    let mut returned = 0usize;
-    let mut search_ms = Vec::with_capacity(corpus.documents.len());
-    for d in &corpus.documents {
-        let req = ThemeRequest {
-            query: QueryInput::Text(d.title.clone()),
-            scope: Scope::All,
-            limit: 5,
-            support_limit: 10,
-        };
-        let (answer, ms) = timed_ms(|| engine.search_themes(&req).expect("search"));
-        search_ms.push(ms);
-        if answer.status != Status::Ok {
-            themes_not_ok += 1;
-        }
-        let ids: HashSet<&str> = answer
-            .themes
-            .iter()
-            .flat_map(|t| t.passages.iter().map(|p| p.evidence_id.as_str()))
-            .collect();
-        returned += ids.len();
-        if answer
-            .themes
-            .iter()
-            .any(|t| t.passages.iter().any(|p| p.document_key == d.key))
-        {
-            themes_hits += 1;
-        }
-    }
-
-    eprintln!("{}: embedding every passage for the reference", c.name);
     let mut owner = Vec::new();
     let mut texts = Vec::new();
     for (i, d) in corpus.documents.iter().enumerate() {
@@ -228,33 +373,121 @@ fn measure(
             texts.push(p.as_str());
         }
     }
-    let (matrix, passage_ms) =
-        timed_ms(|| embed_all(c.embedder.as_ref(), &texts, EMBED_CHUNK_TEXTS));
-    let titles: Vec<&str> = corpus.documents.iter().map(|d| d.title.as_str()).collect();
-    let queries = embed_all(c.embedder.as_ref(), &titles, EMBED_CHUNK_TEXTS);
-    let (mut hits_5, mut hits_50) = (0, 0);
-    for (i, q) in queries.iter().enumerate() {
-        let top = top_k(&matrix, q, 50);
-        if top.iter().take(5).any(|&p| owner[p] == i) {
-            hits_5 += 1;
-        }
-        if top.iter().any(|&p| owner[p] == i) {
-            hits_50 += 1;
-        }
+    let (matrix, ms) = timed_ms(|| embed_all(cached.as_ref(), &texts, EMBED_CHUNK_TEXTS));
+    eprintln!("{}: {} passages in {:.1} s", c.name, texts.len(), ms / 1e3);
+    let mut query_vectors = Vec::new();
+    let mut passages = Vec::new();
+    for set in sets {
+        let qs: Vec<&str> = set.questions.iter().map(|q| q.0.as_str()).collect();
+        let (v, ms) = timed_ms(|| embed_all(cached.as_ref(), &qs, EMBED_CHUNK_TEXTS));
+        eprintln!(
+            "{}: {} {} embedded in {:.1} s",
+            c.name,
+            qs.len(),
+            set.name,
+            ms / 1e3
+        );
+        passages.push(Ranks(
+            set.questions
+                .iter()
+                .zip(&v)
+                .map(|((_, d), q)| passage_rank(&matrix, &owner, q, *d))
+                .collect(),
+        ));
+        query_vectors.push(v);
     }
-    Row {
+
+    let mut out = Vec::new();
+    for &recipe in recipes {
+        let before = cached.misses();
+        eprintln!("{}: pipeline run with `{recipe}` [load {}]", c.name, load());
+        let root = tempfile::tempdir().expect("temp root");
+        let cfg = RunConfig {
+            root: root.path().to_owned(),
+            documents: documents.to_owned(),
+            vocabulary: vocabulary.to_owned(),
+            threads: Some(threads),
+            link: LinkConfig::default(),
+            leiden: LeidenConfig::default(),
+            embedder: cached.clone(),
+            report_writer: Arc::new(ExtractiveReportWriter),
+            community_vectors: recipe,
+            progress: false,
+            allow_empty: false,
+        };
+        let summary = run(&cfg).expect("pipeline run");
+        let communities: usize = summary.communities_per_level.iter().sum();
+        let embed_s = ["embed", "embed_passages", "embed_documents"]
+            .iter()
+            .filter_map(|k| summary.seconds.get(*k))
+            .sum();
+        let engine = Engine::open(
+            root.path(),
+            EngineConfig {
+                embedder: Some(cached.clone()),
+                model_path: None,
+                ..EngineConfig::default()
+            },
+        )
+        .expect("engine");
+        let vectors = {
+            let view = engine.view().expect("view");
+            view.snapshot().expect("snapshot").num_report_vectors()
+        };
+        let mut ranks = Vec::new();
+        let mut not_ok = 0;
+        let mut search_ms = Vec::new();
+        for (set, qv) in sets.iter().zip(&query_vectors) {
+            let mut r = Vec::with_capacity(set.questions.len());
+            for ((_, d), v) in set.questions.iter().zip(qv) {
+                let req = ThemeRequest {
+                    query: QueryInput::Vector {
+                        model: model.clone(),
+                        vector: v.clone(),
+                    },
+                    scope: Scope::All,
+                    limit: 10,
+                    support_limit: 10,
+                };
+                let (answer, ms) = timed_ms(|| engine.search_themes(&req).expect("search"));
+                search_ms.push(ms);
+                if answer.status != Status::Ok {
+                    not_ok += 1;
+                }
+                let key = &corpus.documents[*d].key;
+                r.push(
+                    answer
+                        .themes
+                        .iter()
+                        .position(|t| t.passages.iter().any(|p| &p.document_key == key))
+                        .map(|i| i + 1),
+                );
+            }
+            ranks.push(Ranks(r));
+        }
+        let row = RecipeRow {
+            recipe,
+            communities,
+            vectors,
+            embed_s,
+            texts_embedded: cached.misses() - before,
+            ranks,
+            not_ok,
+            search_ms,
+        };
+        eprintln!(
+            "{}: `{recipe}`: {communities} communities, {vectors} vectors; recall@5 titles {:.3}, conclusions {:.3} [load {}]",
+            c.name,
+            row.ranks[0].recall(5),
+            row.ranks.get(1).map_or(0.0, |x| x.recall(5)),
+            load()
+        );
+        out.push(row);
+    }
+    EmbedderRow {
         name: c.name.clone(),
-        model: c.embedder.identity().model.clone(),
-        reports,
-        report_embed_s,
-        themes_hits,
-        themes_not_ok,
-        mean_passages_returned: returned as f64 / corpus.documents.len().max(1) as f64,
-        search_ms,
-        passages: texts.len(),
-        passage_embed_s: passage_ms / 1e3,
-        cosine_hits_5: hits_5,
-        cosine_hits_50: hits_50,
-        questions: corpus.documents.len(),
+        model,
+        passages,
+        recipes: out,
     }
 }

@@ -222,7 +222,9 @@ impl MiniLmEmbedder {
         };
         match self.long_texts {
             LongTexts::Truncate => vec![wrap(&content[..MINILM_MAX_TOKENS - 2])],
-            LongTexts::MeanOfWindows => content.chunks(MINILM_MAX_TOKENS - 2).map(wrap).collect(),
+            LongTexts::MeanOfWindows | LongTexts::MaxOfWindows => {
+                content.chunks(MINILM_MAX_TOKENS - 2).map(wrap).collect()
+            }
         }
     }
 
@@ -333,17 +335,27 @@ impl Embedder for MiniLmEmbedder {
             .collect();
         let mut order: Vec<usize> = (0..seqs.len()).collect();
         order.sort_by_key(|&k| std::cmp::Reverse(seqs[k].1.len()));
-        let mut sums = vec![vec![0.0f32; MINILM_DIM]; texts.len()];
+        let max = self.long_texts == LongTexts::MaxOfWindows;
+        let mut sums =
+            vec![vec![if max { f32::NEG_INFINITY } else { 0.0 }; MINILM_DIM]; texts.len()];
         let mut counts = vec![0.0f32; texts.len()];
         for group in order.chunks(MICRO_BATCH) {
             let batch: Vec<&[u32]> = group.iter().map(|&k| seqs[k].1.as_slice()).collect();
             let pooled = self.token_sums(&batch).map_err(model_error)?;
             for (&k, (sum, n)) in group.iter().zip(pooled) {
                 let text = seqs[k].0;
-                for (acc, x) in sums[text].iter_mut().zip(sum) {
-                    *acc += x;
+                if max {
+                    // Each window's own mean, then the element-wise maximum over windows.
+                    for (acc, x) in sums[text].iter_mut().zip(sum) {
+                        *acc = acc.max(x / n.max(1.0));
+                    }
+                    counts[text] = 1.0;
+                } else {
+                    for (acc, x) in sums[text].iter_mut().zip(sum) {
+                        *acc += x;
+                    }
+                    counts[text] += n;
                 }
-                counts[text] += n;
             }
         }
         for (v, n) in sums.iter_mut().zip(counts) {

@@ -45,6 +45,11 @@ pub enum LongTexts {
     /// Keep the first 254 word pieces (plus `[CLS]`/`[SEP]`), as sentence-transformers does:
     /// about half the embedding time on reports.
     Truncate,
+    /// The same windows as [`LongTexts::MeanOfWindows`], each mean-pooled over its own real
+    /// tokens, then the element-wise maximum over the windows: a window that says something
+    /// strongly is not averaged away by the others. A text of one window gets the same
+    /// vector as under the other policies.
+    MaxOfWindows,
 }
 
 impl LongTexts {
@@ -53,6 +58,7 @@ impl LongTexts {
         match self {
             Self::MeanOfWindows => "mean_of_windows",
             Self::Truncate => "truncate",
+            Self::MaxOfWindows => "max_of_windows",
         }
     }
 }
@@ -64,10 +70,11 @@ impl std::str::FromStr for LongTexts {
         match s.trim().to_ascii_lowercase().as_str() {
             "windows" | "mean_of_windows" => Ok(Self::MeanOfWindows),
             "truncate" => Ok(Self::Truncate),
+            "max_windows" | "max_of_windows" => Ok(Self::MaxOfWindows),
             _ => Err(crate::EngineError::InvalidArgument {
                 field: "EMBEDDING_LONG_TEXTS",
                 value: s.to_owned(),
-                expected: "windows or truncate",
+                expected: "windows, max_windows or truncate",
             }),
         }
     }

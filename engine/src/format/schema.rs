@@ -380,8 +380,11 @@ pub mod report_sources {
 }
 
 /// `report_embeddings.parquet` (and the same table as uncompressed Arrow IPC,
-/// `report_embeddings.arrow`, which the engine maps): one row per community, in
-/// `community_id` order.
+/// `report_embeddings.arrow`, which the engine maps): one or more rows per community, sorted
+/// by `community_id`. Each row is one vector of the community's meaning (what they are made of
+/// is the pipeline's choice, recorded in the manifest's `parameters.community_vectors`); theme
+/// search scores a community by its best vector. Runs of format 1 written before communities
+/// had several vectors hold exactly one row per community.
 pub mod report_embeddings {
     use super::*;
     /// Parquet file name inside the run folder.
@@ -441,8 +444,10 @@ pub mod report_ivf {
     use super::*;
     /// Centroids: one row per cell, `list_id` ascending.
     pub const CENTROIDS_FILE: &str = "report_ivf_centroids.arrow";
-    /// Cell contents: one row per community, sorted by (`list_id`, `community_id`), with the
-    /// int8 codes of its report embedding (`embedding ≈ scale × code`).
+    /// Cell contents: one row per row of `report_embeddings`, sorted by (`list_id`,
+    /// `community_id`), with the community it belongs to and the int8 codes of that vector
+    /// (`embedding ≈ scale × code`). A community with several vectors may appear several
+    /// times, in one cell or in several.
     pub const LISTS_FILE: &str = "report_ivf_lists.arrow";
     /// Cell (uint32, `0..lists`).
     pub const LIST_ID: &str = "list_id";

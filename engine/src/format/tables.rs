@@ -151,8 +151,12 @@ pub struct RunData {
     /// `(community, passage_id)`: the passages each report quotes (any order; written sorted,
     /// deduplicated). See [`report_sources`].
     pub report_sources: Vec<(u32, String)>,
-    /// Report embeddings, row-major, `communities × dim`.
+    /// Report embeddings, row-major, `rows × dim`: one or more vectors per community (see
+    /// [`report_embeddings`]).
     pub report_embeddings: Vec<f32>,
+    /// The community of each row of `report_embeddings`, non-decreasing, every community at
+    /// least once. Empty: one row per community, in community order.
+    pub report_embedding_communities: Vec<u32>,
     /// Document embeddings, row-major, `documents × dim` (same embedder).
     pub document_embeddings: Vec<f32>,
 }
@@ -289,12 +293,36 @@ fn check(data: &RunData, dim: usize) -> Result<()> {
         return bad("passages are not sorted by (document_key, position)".into());
     }
     let n = data.communities.len();
-    if data.reports.len() != n || data.report_embeddings.len() != n * dim {
+    let vectors = if data.report_embedding_communities.is_empty() {
+        n
+    } else {
+        data.report_embedding_communities.len()
+    };
+    if data.reports.len() != n || data.report_embeddings.len() != vectors * dim {
         return bad(format!(
-            "{n} communities, {} reports, {} report embedding values (dim {dim})",
+            "{n} communities, {} reports, {} report embedding values for {vectors} vectors (dim {dim})",
             data.reports.len(),
             data.report_embeddings.len()
         ));
+    }
+    if !data.report_embedding_communities.is_empty() {
+        let cs = &data.report_embedding_communities;
+        let mut expected = 0u32;
+        for &c in cs {
+            if c == expected {
+                expected += 1;
+            } else if c + 1 != expected {
+                return bad(format!(
+                    "report embedding communities are not 0, 1, 2, … each one or more times (found {c} after {})",
+                    expected.wrapping_sub(1)
+                ));
+            }
+        }
+        if expected as usize != n {
+            return bad(format!(
+                "report embeddings cover {expected} of {n} communities"
+            ));
+        }
     }
     if data.document_embeddings.len() != data.documents.len() * dim {
         return bad(format!(
@@ -546,9 +574,14 @@ pub fn write_run(
         &[report_sources::COMMUNITY_ID, report_sources::PASSAGE_ID],
     )?;
 
+    let vector_communities: Vec<u32> = if data.report_embedding_communities.is_empty() {
+        (0..cs.len() as u32).collect()
+    } else {
+        data.report_embedding_communities.clone()
+    };
     let b = embedding_batch(
         report_embeddings::schema(dim),
-        u32s(0..cs.len() as u32),
+        u32s(vector_communities.iter().copied()),
         &data.report_embeddings,
         dim,
     )?;
@@ -559,7 +592,7 @@ pub fn write_run(
     )?;
     w.write_ipc(report_embeddings::IPC_FILE, &b)?;
     if embedder.normalized
-        && let Some(params) = crate::ivf::IvfParams::for_rows(cs.len())
+        && let Some(params) = crate::ivf::IvfParams::for_rows(vector_communities.len())
     {
         let part = crate::ivf::build(&data.report_embeddings, dim, &params);
         let index = crate::ivf::IvfIndex::from_partition(&data.report_embeddings, dim, &part);
@@ -585,7 +618,7 @@ pub fn write_run(
             report_ivf::lists_schema(dim),
             vec![
                 u32s(entries.iter().map(|e| e.list)),
-                u32s(entries.iter().map(|e| e.row)),
+                u32s(entries.iter().map(|e| vector_communities[e.row as usize])),
                 Arc::new(Float32Array::from_iter_values(
                     entries.iter().map(|e| e.scale),
                 )),

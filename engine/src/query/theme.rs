@@ -7,9 +7,15 @@
 //! 3. The query is embedded by the configured embedder (or given as a vector with its model);
 //!    a model or dimension other than the run's answers `failed`, with a failure naming both.
 //! 4. The `min(limit × 3, 100)` communities whose report embeddings are most similar (dot product
-//!    of unit vectors = cosine; ties: lower `theme_id` first) are the candidate window. Runs of
-//!    at least [`crate::ivf::MIN_ROWS`] communities read it through their IVF index by default
-//!    (approximate: a community in an unprobed cell is missed; scores are exact), others by an
+//!    of unit vectors = cosine; ties: lower `theme_id` first) are the candidate window. A
+//!    community holds one or more vectors (see
+//!    [`report_embeddings`](crate::format::schema::report_embeddings)) and its similarity is
+//!    that of its best vector, both for the window and for the order of the themes (the
+//!    max-sim of multi-vector retrieval, as in ColBERT: Khattab & Zaharia, SIGIR 2020,
+//!    <https://doi.org/10.1145/3397271.3401075>): a community is found by whichever of its
+//!    vectors says what the question asks. Runs of at least [`crate::ivf::MIN_ROWS`] report
+//!    vectors read the window through their IVF index by default (approximate: a community
+//!    none of whose vectors sits in a probed cell is missed; scores are exact), others by an
 //!    exact scan; [`crate::ivf::CandidateSearch::Exact`] forces the scan.
 //! 5. Walking the window best first, a candidate with no visible in-scope passage mentioning
 //!    one of its members is dropped, and so is one whose report quotes a passage that is not
@@ -186,27 +192,45 @@ pub(crate) fn read_candidates(
         CandidateSearch::Ivf(p) => Some(p),
         CandidateSearch::Exact => None,
     };
+    let best = |c: u32| -> f32 {
+        snap.report_rows(c)
+            .map(|r| dot(query, &matrix[r * dim..(r + 1) * dim]))
+            .fold(f32::NEG_INFINITY, f32::max)
+    };
     if let (Some(probe), Some(ivf), true) = (probe, snap.report_ivf(), normalized) {
-        return ivf.search(matrix, query, window, probe).0;
+        return ivf.search_by(query, window, probe, best).0;
     }
+    top_k(&community_scores(snap, query), window)
+}
+
+/// The similarity of `query` to every community of `snap`, in community order: the cosine of
+/// its best vector (the dot product when the run's vectors are unit length). The exact scan
+/// behind the candidate window (rule 4).
+pub fn community_scores(snap: &Snapshot, query: &[f32]) -> Vec<f32> {
+    let dim = snap.dim();
+    let matrix = snap.embedding_matrix();
+    let normalized = snap.manifest.embedder.normalized;
     let qn = dot(query, query).sqrt();
-    let scores: Vec<f32> = matrix
-        .chunks_exact(dim)
-        .map(|row| {
-            let s = dot(query, row);
-            if normalized {
-                s
+    let row_score = |row: &[f32]| {
+        let s = dot(query, row);
+        if normalized {
+            s
+        } else {
+            let rn = dot(row, row).sqrt();
+            if rn > 0.0 && qn > 0.0 {
+                s / (rn * qn)
             } else {
-                let rn = dot(row, row).sqrt();
-                if rn > 0.0 && qn > 0.0 {
-                    s / (rn * qn)
-                } else {
-                    0.0
-                }
+                0.0
             }
+        }
+    };
+    (0..snap.num_communities() as u32)
+        .map(|c| {
+            snap.report_rows(c)
+                .map(|r| row_score(&matrix[r * dim..(r + 1) * dim]))
+                .fold(f32::NEG_INFINITY, f32::max)
         })
-        .collect();
-    top_k(&scores, window)
+        .collect()
 }
 
 /// Runs the theme search over `view` with an already-embedded, unit-length `query` vector.

@@ -141,6 +141,9 @@ pub struct Snapshot {
     embeddings: RecordBatch,
     document_embeddings: RecordBatch,
     ivf: Option<IvfIndex>,
+    /// Community `c`'s vectors are rows `report_offsets[c]..report_offsets[c + 1]` of the
+    /// report-embedding matrix (`num_communities + 1` values).
+    report_offsets: Vec<u32>,
     dim: usize,
 }
 
@@ -359,6 +362,11 @@ impl Snapshot {
         let embeddings = map_embeddings(
             &p(report_embeddings::IPC_FILE),
             &report_embeddings::schema(dim),
+            None,
+        )?;
+        let report_offsets = report_offsets(
+            &p(report_embeddings::IPC_FILE),
+            &embeddings,
             num_communities,
         )?;
         let document_embeddings = map_embeddings(
@@ -367,7 +375,8 @@ impl Snapshot {
             document_keys.len(),
         )?;
         let ivf = if manifest.file(report_ivf::LISTS_FILE).is_some() {
-            Some(read_ivf(dir, dim, num_communities)?)
+            let group_rows: Vec<u32> = report_offsets.windows(2).map(|w| w[1] - w[0]).collect();
+            Some(read_ivf(dir, dim, &group_rows)?)
         } else {
             None
         };
@@ -417,6 +426,7 @@ impl Snapshot {
             concept_index,
             text_index,
             embeddings,
+            report_offsets,
             document_embeddings,
             ivf,
             dim,
@@ -448,7 +458,23 @@ impl Snapshot {
         self.ivf.as_ref()
     }
 
-    /// The report-embedding matrix, row-major, `num_communities × dim`.
+    /// The rows of the report-embedding matrix that are community `c`'s vectors (one or
+    /// more; see [`report_embeddings`]).
+    ///
+    /// # Panics
+    /// When `c` is not a community of the run.
+    #[track_caller]
+    pub fn report_rows(&self, c: u32) -> std::ops::Range<usize> {
+        self.report_offsets[c as usize] as usize..self.report_offsets[c as usize + 1] as usize
+    }
+
+    /// Number of report vectors (rows of [`embedding_matrix`](Self::embedding_matrix)).
+    pub fn num_report_vectors(&self) -> usize {
+        self.report_offsets.last().map_or(0, |&n| n as usize)
+    }
+
+    /// The report-embedding matrix, row-major, `num_report_vectors × dim`; community `c` owns
+    /// rows [`report_rows(c)`](Self::report_rows).
     pub fn embedding_matrix(&self) -> &[f32] {
         let list: &FixedSizeListArray = self.embeddings.column(1).as_fixed_size_list();
         list.values().as_primitive::<Float32Type>().values()
@@ -601,7 +627,7 @@ fn read_concept_postings(
 }
 
 /// Reads the IVF index files of a run (see [`report_ivf`]); the codes stay mapped.
-fn read_ivf(dir: &Path, dim: usize, num_communities: usize) -> Result<IvfIndex> {
+fn read_ivf(dir: &Path, dim: usize, group_rows: &[u32]) -> Result<IvfIndex> {
     let path = dir.join(report_ivf::CENTROIDS_FILE);
     let centroids = map_embeddings(&path, &report_ivf::centroids_schema(dim), None)?;
     let list: &FixedSizeListArray = centroids.column(1).as_fixed_size_list();
@@ -620,7 +646,8 @@ fn read_ivf(dir: &Path, dim: usize, num_communities: usize) -> Result<IvfIndex> 
         return Err(EngineError::corrupt(&path, "list_id is not 0, 1, 2, …"));
     }
     let path = dir.join(report_ivf::LISTS_FILE);
-    let b = map_embeddings(&path, &report_ivf::lists_schema(dim), num_communities)?;
+    let num_vectors: usize = group_rows.iter().map(|&n| n as usize).sum();
+    let b = map_embeddings(&path, &report_ivf::lists_schema(dim), num_vectors)?;
     if (0..b.num_columns()).any(|c| b.column(c).null_count() > 0) {
         return Err(EngineError::corrupt(&path, "null values"));
     }
@@ -633,8 +660,43 @@ fn read_ivf(dir: &Path, dim: usize, num_communities: usize) -> Result<IvfIndex> 
         .as_primitive::<arrow_array::types::Int8Type>()
         .values()
         .clone();
-    IvfIndex::from_parts(dim, values, cells, rows, scales, codes, num_communities)
+    IvfIndex::from_parts_grouped(dim, values, cells, rows, scales, codes, group_rows)
         .map_err(|e| EngineError::corrupt(&path, e))
+}
+
+/// The row range of each community's vectors in the report-embedding table: its
+/// `community_id` column must be 0, 1, 2, … each one or more times (see
+/// [`report_embeddings`]). Returns `num_communities + 1` offsets.
+fn report_offsets(path: &Path, batch: &RecordBatch, num_communities: usize) -> Result<Vec<u32>> {
+    let ids = batch.column(0);
+    if ids.null_count() > 0 {
+        return Err(EngineError::corrupt(path, "community_id holds nulls"));
+    }
+    let ids = ids.as_primitive::<UInt32Type>().values();
+    let mut offsets = Vec::with_capacity(num_communities + 1);
+    for (row, &c) in ids.iter().enumerate() {
+        if c as usize == offsets.len() {
+            offsets.push(row as u32);
+        } else if c as usize + 1 != offsets.len() {
+            return Err(EngineError::corrupt(
+                path,
+                format!(
+                    "row {row}: community {c} out of order (every community 0..{num_communities} has one or more rows, in order)"
+                ),
+            ));
+        }
+    }
+    if offsets.len() != num_communities {
+        return Err(EngineError::corrupt(
+            path,
+            format!(
+                "embeddings for {} of {num_communities} communities",
+                offsets.len()
+            ),
+        ));
+    }
+    offsets.push(ids.len() as u32);
+    Ok(offsets)
 }
 
 /// Maps an embedding IPC file and checks its schema and row count.

@@ -1,7 +1,7 @@
 //! search_themes through the IVF candidate read (runs of ≥ `ivf::MIN_ROWS` communities).
 
 use agrag_engine::embed::hash::HASH_MODEL;
-use agrag_engine::embed::{HashEmbedder, l2_normalize};
+use agrag_engine::embed::{Embedder, HashEmbedder, l2_normalize};
 use agrag_engine::format::schema::report_ivf;
 use agrag_engine::format::tables::{
     CommunityRow, ConceptRow, DocumentRow, EntityRow, MembershipRow, PassageRow, ReportRow,
@@ -31,7 +31,16 @@ fn vector(i: usize) -> Vec<f32> {
 
 /// `n` communities of one entity each, each entity mentioned by its own one-passage document.
 fn write(root: &std::path::Path, n: usize) -> String {
-    let embedder = HashEmbedder::new(DIM);
+    publish(root, &data(n, 1))
+}
+
+fn publish(root: &std::path::Path, data: &RunData) -> String {
+    crate::common::publish(root, data, &HashEmbedder::new(DIM))
+}
+
+/// The rows of [`write`], community `c` holding `per_community` vectors: `vector(c)`, then
+/// `vector(k·n + c)` for k = 1, 2, …
+fn data(n: usize, per_community: usize) -> RunData {
     let key = |c: usize| format!("doc{c:06}");
     let mut data = RunData {
         concepts: vec![ConceptRow {
@@ -83,10 +92,13 @@ fn write(root: &std::path::Path, n: usize) -> String {
             rank: 1.0,
             full_content: format!("theme {c}"),
         });
-        data.report_embeddings.extend(vector(c));
+        for k in 0..per_community {
+            data.report_embeddings.extend(vector(k * n + c));
+            data.report_embedding_communities.push(c as u32);
+        }
         data.document_embeddings.extend(vector(c));
     }
-    crate::common::publish(root, &data, &embedder)
+    data
 }
 
 fn ask(engine: &Engine, i: usize, limit: usize) -> Vec<u32> {
@@ -171,5 +183,72 @@ fn a_corrupt_ivf_file_is_refused_naming_it() {
     assert!(
         matches!(&err, EngineError::Corrupt { path: p, .. } if p.ends_with(report_ivf::LISTS_FILE)),
         "{err:?}"
+    );
+}
+
+#[test]
+fn a_community_is_found_by_its_best_vector_through_either_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let n = MIN_ROWS / 2 + 50;
+    let run_id = write_vectors(dir.path(), n);
+    let manifest =
+        agrag_engine::format::Manifest::read(&Layout::new(dir.path()).run_dir(&run_id)).unwrap();
+    // 2 vectors per community: ≥ MIN_ROWS rows, so an IVF index over the rows.
+    assert_eq!(
+        manifest.file(report_ivf::LISTS_FILE).map(|f| f.rows),
+        Some(2 * n as u64)
+    );
+    let ivf = Engine::open(dir.path(), EngineConfig::default()).unwrap();
+    let exact = Engine::open(
+        dir.path(),
+        EngineConfig {
+            candidate_search: CandidateSearch::Exact,
+            ..EngineConfig::default()
+        },
+    )
+    .unwrap();
+    {
+        let view = exact.view().unwrap();
+        let snap = view.snapshot().unwrap();
+        assert_eq!(snap.num_report_vectors(), 2 * n);
+        assert_eq!(snap.report_rows(3), 6..8);
+    }
+    for c in (0..n).step_by(157) {
+        // Its first and its second vector each rank community c first, and once only.
+        for q in [c, n + c] {
+            for engine in [&ivf, &exact] {
+                let themes = ask(engine, q, 5);
+                assert_eq!(themes[0], c as u32, "query vector {q}");
+                let mut unique = themes.clone();
+                unique.sort_unstable();
+                unique.dedup();
+                assert_eq!(unique.len(), themes.len(), "{themes:?}");
+            }
+        }
+    }
+}
+
+fn write_vectors(root: &std::path::Path, n: usize) -> String {
+    publish(root, &data(n, 2))
+}
+
+#[test]
+fn report_vectors_out_of_community_order_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut d = data(3, 1);
+    d.report_embedding_communities = vec![0, 2, 1];
+    let err = agrag_engine::format::write_run(
+        &Layout::new(dir.path()),
+        &agrag_engine::format::new_run_id(),
+        &d,
+        HashEmbedder::new(DIM).identity(),
+        serde_json::json!({}),
+        "fingerprint".into(),
+        serde_json::json!({}),
+    )
+    .unwrap_err();
+    assert!(
+        err.to_string().contains("report embedding communities"),
+        "{err}"
     );
 }

@@ -285,6 +285,7 @@ fn run_cmd(a: RunArgs) -> Result<(), (u8, anyhow::Error)> {
         leiden,
         embedder: choice.embedder,
         report_writer: Arc::new(ExtractiveReportWriter),
+        community_vectors: agrag_pipeline::report::CommunityVectors::default(),
         progress: !a.json && std::io::stderr().is_terminal(),
         allow_empty: a.allow_empty,
     };

@@ -65,8 +65,200 @@ pub struct Report {
     pub quoted_passages: Vec<u32>,
     /// Importance: `ln(1 + supporting passages) + ln(1 + internal edge weight)`.
     pub rank: f64,
-    /// The text that is embedded (title, members, summary, findings, source titles).
+    /// The report's full text (title, members, summary, findings, source titles). Which
+    /// parts of it are embedded is [`CommunityVectors::report`]'s choice; the run stores the
+    /// embedded text in `reports.parquet`'s `full_content`.
     pub full_content: String,
+    /// The member names with their short entry terms, as `full_content` lists them (empty
+    /// when the writer has none).
+    pub concepts: Vec<String>,
+    /// The titles of the supporting documents `full_content` lists (empty when none).
+    pub sources: Vec<String>,
+}
+
+/// What the report's own vectors embed ([`CommunityVectors::report`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReportText {
+    /// No vector of the report's text.
+    None,
+    /// One vector of [`Report::full_content`]: title, members, summary, findings and the
+    /// supporting documents' titles (`Sources:`).
+    Full,
+    /// One vector of the title, members, summary and findings, without the supporting
+    /// documents' titles: those titles are other documents' words, which let a query that
+    /// repeats a title find the report by word overlap rather than by what it is about.
+    NoSources,
+    /// One vector of the title and summary only.
+    TitleSummary,
+    /// One vector of the title and members, and one per finding (a community is then found
+    /// by its best finding).
+    Findings,
+}
+
+/// What a community's vectors (its rows of `report_embeddings`) are made of. Theme search
+/// scores a community by its best vector.
+///
+/// all-MiniLM-L6-v2 reads at most 256 word pieces per window, and an extractive report runs
+/// past that; a long report's vector is a blur of everything in it (or, truncated, misses its
+/// end). The vectors of the community's own best supporting passages are what the model reads
+/// best (each fits one window) and they are the passages the theme shows: a query that finds
+/// a community by one of its first `passages` passages gets that passage back whenever
+/// `support_limit ≥ passages`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct CommunityVectors {
+    /// The report text's vectors.
+    pub report: ReportText,
+    /// One vector per supporting passage, for the first `passages` of them in the order theme
+    /// search ranks them (distinct members mentioning them, then position): 0 for none.
+    pub passages: usize,
+    /// One vector that is the normalized mean of the vectors of the first `centroid`
+    /// supporting passages (the community's centroid in the embedding space): 0 for none.
+    pub centroid: usize,
+    /// One vector per supporting passage of the run, each given to the one community that
+    /// ranks it best (lowest rank among its passages, then the finer level, then the lower id):
+    /// every linked passage's meaning is then one community's vector, that of the community
+    /// that shows it highest.
+    pub assigned: bool,
+}
+
+impl Default for CommunityVectors {
+    /// The report without its sources' titles, and every supporting passage assigned to the
+    /// community that ranks it best (see `benches/RESULTS.md`, `theme-recall`).
+    fn default() -> Self {
+        Self {
+            report: ReportText::NoSources,
+            passages: 0,
+            centroid: 0,
+            assigned: true,
+        }
+    }
+}
+
+impl CommunityVectors {
+    /// Supporting passages whose vectors this recipe needs (the first `n` of the ranking).
+    pub fn num_passages(&self) -> usize {
+        self.passages.max(self.centroid)
+    }
+
+    /// Most vectors of the report's text one community gets: 0, 1, or for
+    /// [`ReportText::Findings`] the head and up to three findings.
+    pub fn max_report_texts(&self) -> usize {
+        match self.report {
+            ReportText::None => 0,
+            ReportText::Findings => 1 + MAX_FINDINGS,
+            _ => 1,
+        }
+    }
+
+    /// Most vectors one community gets, not counting [assigned](Self::assigned) passages
+    /// (about `passages / communities` more on average).
+    pub fn max_vectors(&self) -> usize {
+        self.max_report_texts() + self.passages + usize::from(self.centroid > 0)
+    }
+
+    /// The texts of `report` to embed, one vector each.
+    pub fn texts(&self, report: &Report) -> Vec<String> {
+        let head = |with_summary: bool| {
+            let mut t = report.title.clone();
+            if !report.concepts.is_empty() {
+                t.push_str("\nConcepts: ");
+                t.push_str(&report.concepts.join(", "));
+            }
+            if with_summary {
+                t.push('\n');
+                t.push_str(&report.summary);
+            }
+            t
+        };
+        match self.report {
+            ReportText::None => Vec::new(),
+            ReportText::Full => vec![report.full_content.clone()],
+            ReportText::NoSources => {
+                let mut t = head(true);
+                if !report.findings.is_empty() {
+                    t.push_str("\nFindings: ");
+                    t.push_str(&report.findings.join(" "));
+                }
+                vec![t]
+            }
+            ReportText::TitleSummary => vec![format!("{}\n{}", report.title, report.summary)],
+            ReportText::Findings => std::iter::once(head(false))
+                .chain(report.findings.iter().cloned())
+                .collect(),
+        }
+    }
+}
+
+impl std::fmt::Display for CommunityVectors {
+    /// The form [`FromStr`](std::str::FromStr) reads: `nosources+p3`, `full`, `none+c10`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let report = match self.report {
+            ReportText::None => "none",
+            ReportText::Full => "full",
+            ReportText::NoSources => "nosources",
+            ReportText::TitleSummary => "title-summary",
+            ReportText::Findings => "findings",
+        };
+        f.write_str(report)?;
+        if self.passages > 0 {
+            write!(f, "+p{}", self.passages)?;
+        }
+        if self.centroid > 0 {
+            write!(f, "+c{}", self.centroid)?;
+        }
+        if self.assigned {
+            f.write_str("+a")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::str::FromStr for CommunityVectors {
+    type Err = crate::error::PipelineError;
+
+    /// `REPORT[+pN][+cN][+a]`: REPORT is `none`, `full`, `nosources`, `title-summary` or
+    /// `findings`; `+pN` adds the vectors of the best N supporting passages, `+cN` their
+    /// centroid over the best N, `+a` the passages assigned to the community
+    /// ([`CommunityVectors::assigned`]).
+    fn from_str(s: &str) -> Result<Self> {
+        let bad = || crate::error::PipelineError::InvalidConfig {
+            field: "community_vectors",
+            value: s.to_owned(),
+            expected: "REPORT[+pN][+cN], REPORT one of none, full, nosources, title-summary, findings",
+        };
+        let mut parts = s.trim().split('+');
+        let report = match parts.next().unwrap_or_default() {
+            "none" => ReportText::None,
+            "full" => ReportText::Full,
+            "nosources" => ReportText::NoSources,
+            "title-summary" => ReportText::TitleSummary,
+            "findings" => ReportText::Findings,
+            _ => return Err(bad()),
+        };
+        let mut v = Self {
+            report,
+            passages: 0,
+            centroid: 0,
+            assigned: false,
+        };
+        for part in parts {
+            if part == "a" {
+                v.assigned = true;
+                continue;
+            }
+            let (slot, n) = match part.split_at_checked(1) {
+                Some(("p", n)) => (&mut v.passages, n),
+                Some(("c", n)) => (&mut v.centroid, n),
+                _ => return Err(bad()),
+            };
+            *slot = n.parse().map_err(|_| bad())?;
+        }
+        if v.report == ReportText::None && v.passages == 0 && v.centroid == 0 && !v.assigned {
+            return Err(bad());
+        }
+        Ok(v)
+    }
 }
 
 /// Writes a report for one community. Implementations must be deterministic for the same
@@ -94,6 +286,8 @@ pub trait ReportWriter: Send + Sync {
 pub struct ExtractiveReportWriter;
 
 const MAX_FINDING_CHARS: usize = 300;
+/// Findings per report (from the best supporting passages).
+const MAX_FINDINGS: usize = 3;
 
 fn truncate_chars(s: &str, n: usize) -> String {
     if s.chars().count() <= n {
@@ -150,7 +344,7 @@ impl ReportWriter for ExtractiveReportWriter {
         let (findings, quoted_passages): (Vec<String>, Vec<u32>) = ctx
             .passages
             .iter()
-            .take(3)
+            .take(MAX_FINDINGS)
             .map(|(p, _)| (best_sentence(p.text, &lower_names), p.row))
             .filter(|(s, _)| !s.is_empty())
             .unzip();
@@ -192,6 +386,8 @@ impl ReportWriter for ExtractiveReportWriter {
             quoted_passages,
             rank,
             full_content,
+            concepts: member_names,
+            sources: sources.into_iter().map(str::to_owned).collect(),
         })
     }
 }
@@ -365,5 +561,38 @@ mod tests {
             r.full_content
         );
         assert_eq!(r, ExtractiveReportWriter.write(&ctx).unwrap());
+
+        // What each recipe embeds: the shipped one leaves the sources' titles out.
+        let texts = CommunityVectors::default().texts(&r);
+        assert_eq!(texts.len(), 1);
+        assert!(!texts[0].contains("Q1?"), "{}", texts[0]);
+        assert!(texts[0].contains("Myocardial Infarction (Heart Attack)"));
+        assert!(texts[0].contains(&r.findings[0]));
+        let full: CommunityVectors = "full".parse().unwrap();
+        assert_eq!(full.texts(&r), vec![r.full_content.clone()]);
+        assert_eq!(CommunityVectors::default().to_string(), "nosources+a");
+        let findings: CommunityVectors = "findings+p2".parse().unwrap();
+        assert_eq!(findings.texts(&r).len(), 1 + r.findings.len());
+        assert_eq!(findings.num_passages(), 2);
+        assert!("none".parse::<CommunityVectors>().is_err());
+    }
+
+    #[test]
+    fn community_vectors_round_trip_through_their_text_form() {
+        for s in [
+            "nosources+p3",
+            "full",
+            "none+c10",
+            "title-summary+p1+c5",
+            "findings",
+            "nosources+a",
+            "none+p2+a",
+        ] {
+            let v: CommunityVectors = s.parse().unwrap();
+            assert_eq!(v.to_string(), s);
+        }
+        for bad in ["", "all", "full+x3", "full+p", "full+pthree"] {
+            assert!(bad.parse::<CommunityVectors>().is_err(), "{bad}");
+        }
     }
 }

@@ -31,6 +31,7 @@ pub(crate) fn fixture_config(root: &Path) -> RunConfig {
         leiden: LeidenConfig::default(),
         embedder: Arc::new(HashEmbedder::default()),
         report_writer: Arc::new(ExtractiveReportWriter),
+        community_vectors: agrag_pipeline::report::CommunityVectors::default(),
         progress: false,
         allow_empty: false,
     }

@@ -43,6 +43,7 @@ fn publish(root: &Path, documents: PathBuf, embedder: Arc<dyn Embedder>) -> Mani
         leiden: LeidenConfig::default(),
         embedder,
         report_writer: Arc::new(ExtractiveReportWriter),
+        community_vectors: agrag_pipeline::report::CommunityVectors::default(),
         progress: false,
         allow_empty: false,
     };
@@ -207,17 +208,19 @@ fn minilm_run_end_to_end() {
     assert_eq!(a.status, Status::Ok, "{:?}", a.failures);
     assert!(!a.themes.is_empty());
 
-    // Each stored vector is the model's vector of its own report, one text at a time: the
-    // pipeline's length-sorted parallel batches put every vector back in its place.
+    // Each community's first stored vector is the model's vector of its own report text, one
+    // text at a time: the pipeline's length-sorted parallel batches put every vector back in
+    // its place.
     let run_dir = Layout::new(&root).run_dir(&manifest.run_id);
     let texts = report_texts(&run_dir.join("reports.parquet"));
     let view = engine.view().unwrap();
     let snap = view.snapshot().unwrap();
     let matrix = snap.embedding_matrix();
-    assert_eq!(texts.len() * 384, matrix.len());
+    assert_eq!(texts.len(), snap.num_communities());
     for (i, t) in texts.iter().enumerate() {
         let alone = model.embed(t).unwrap();
-        let stored = &matrix[i * 384..(i + 1) * 384];
+        let row = snap.report_rows(i as u32).start;
+        let stored = &matrix[row * 384..(row + 1) * 384];
         let diff = alone
             .iter()
             .zip(stored)

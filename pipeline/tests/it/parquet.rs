@@ -287,6 +287,7 @@ fn every_file_of_a_fresh_run_opens_as_documented() {
         leiden: LeidenConfig::default(),
         embedder: Arc::new(HashEmbedder::default()),
         report_writer: Arc::new(ExtractiveReportWriter),
+        community_vectors: agrag_pipeline::report::CommunityVectors::default(),
         progress: false,
         allow_empty: false,
     };

@@ -17,14 +17,15 @@ fn config(root: &Path) -> RunConfig {
     crate::e2e::fixture_config(root)
 }
 
-/// The query vector that ranks community `c` first: its own report embedding.
+/// The query vector that ranks community `c` first: its own first report embedding.
 fn vector_of(engine: &Engine, c: usize) -> QueryInput {
     let view = engine.view().unwrap();
     let snap = view.snapshot().unwrap();
     let dim = snap.dim();
+    let row = snap.report_rows(c as u32).start;
     QueryInput::Vector {
         model: snap.manifest.embedder.model.clone(),
-        vector: snap.embedding_matrix()[c * dim..(c + 1) * dim].to_vec(),
+        vector: snap.embedding_matrix()[row * dim..(row + 1) * dim].to_vec(),
     }
 }
 
@@ -335,11 +336,7 @@ fn hidden_candidates_filling_the_window_give_truncated() {
     let snap = view.snapshot().unwrap().clone();
     let dim = snap.dim();
     let q: Vec<f32> = snap.embedding_matrix()[..dim].to_vec();
-    let scores: Vec<f32> = snap
-        .embedding_matrix()
-        .chunks_exact(dim)
-        .map(|r| agrag_engine::embed::dot(&q, r))
-        .collect();
+    let scores = agrag_engine::query::theme::community_scores(&snap, &q);
     let window = agrag_engine::query::theme::top_k(&scores, 3);
     let mut hidden = HashSet::new();
     for &(c, _) in &window {
