@@ -2,11 +2,14 @@
 //! embedders under test, batch embedding the way the pipeline does it, exact cosine top-k and
 //! latency percentiles.
 
+use std::collections::HashMap;
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
 use agrag_engine::embed::settings::model_path_from_env;
 use agrag_engine::embed::{Embedder, HashEmbedder, LongTexts, MiniLmEmbedder, dot};
+use agrag_pipeline::ingest::Corpus;
 use rayon::prelude::*;
 
 /// An embedder under test and its short name (`minilm`, `hash`).
@@ -161,6 +164,62 @@ pub fn timed_ms<T>(f: impl FnOnce() -> T) -> (T, f64) {
     let t = Instant::now();
     let r = f();
     (r, t.elapsed().as_secs_f64() * 1e3)
+}
+
+/// Ranks of each question's own document (1-based; `None` past the cut-off of the search).
+#[derive(Debug, Clone, Default)]
+pub struct Ranks(pub Vec<Option<usize>>);
+
+impl Ranks {
+    /// Share of questions whose document ranks at most `k` (0 when there are none).
+    pub fn recall(&self, k: usize) -> f64 {
+        let n = self.0.len().max(1) as f64;
+        self.0.iter().filter(|r| r.is_some_and(|r| r <= k)).count() as f64 / n
+    }
+
+    /// Mean reciprocal rank: the mean of 1 / rank, a question past the cut-off counting 0.
+    pub fn mrr(&self) -> f64 {
+        let n = self.0.len().max(1) as f64;
+        self.0
+            .iter()
+            .flatten()
+            .map(|&r| 1.0 / r as f64)
+            .sum::<f64>()
+            / n
+    }
+}
+
+/// The conclusion questions of `path` (JSON lines of `{"document_key", "query"}`, PubMedQA's
+/// `LONG_ANSWER` of each abstract) paired with the index of their document in `corpus`; lines
+/// whose document is not in the corpus, or whose query is empty, are left out.
+///
+/// # Panics
+/// When the file cannot be read or a line is not JSON (a benchmark has nothing to measure then).
+pub fn read_conclusions(path: &Path, corpus: &Corpus) -> Vec<(String, usize)> {
+    let index: HashMap<&str, usize> = corpus
+        .documents
+        .iter()
+        .enumerate()
+        .map(|(i, d)| (d.key.as_str(), i))
+        .collect();
+    let text = std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    let mut out = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let v: serde_json::Value = serde_json::from_str(line)
+            .unwrap_or_else(|e| panic!("{} line {}: {e}", path.display(), n + 1));
+        let key = v["document_key"].as_str().unwrap_or_default();
+        let query = v["query"].as_str().unwrap_or_default();
+        if let Some(&d) = index.get(key)
+            && !query.is_empty()
+        {
+            out.push((query.to_owned(), d));
+        }
+    }
+    out
 }
 
 #[cfg(test)]

@@ -12,6 +12,7 @@
 //! [`graph::Graph::from_petgraph`] takes a `petgraph` graph.
 
 pub mod detect;
+pub mod embed;
 pub mod error;
 pub mod graph;
 pub mod ingest;

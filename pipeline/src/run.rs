@@ -13,6 +13,7 @@ use rayon::prelude::*;
 use serde::Serialize;
 
 use crate::detect::{CommunitySource, Detected, detect_communities};
+use crate::embed::{document_vector, embed_texts};
 use crate::error::{PipelineError, Result};
 use crate::graph::Graph;
 use crate::ingest::{ColumnNames, DocumentsFormat, read_documents};
@@ -518,9 +519,9 @@ fn run_in_pool(cfg: &RunConfig, sources: &Sources) -> Result<RunSummary> {
         })
         .collect();
 
-    // 6. Embed each community's vectors (theme search; see `CommunityVectors`), then the
-    // documents (`find_by_meaning`'s ranking by query), each batched and parallel (see
-    // `embed_texts`).
+    // 6. Embed each community's vectors (theme search; see `CommunityVectors`), the passages,
+    // and the documents' titles (`find_by_meaning` ranks documents by a vector made of their
+    // title's and passages'; see `crate::embed`), each batched and parallel.
     let identity = cfg.embedder.identity().clone();
     let fallback = CommunityVectors {
         report: crate::report::ReportText::NoSources,
@@ -559,12 +560,16 @@ fn run_in_pool(cfg: &RunConfig, sources: &Sources) -> Result<RunSummary> {
         t,
         format!("{} report vectors by {}", flat.len(), identity.model),
     );
+    // The passages whose vectors are needed: every passage in the run (a document's vector is
+    // made from its title's and its passages', see `crate::embed`), which includes those of the
+    // community vectors. Deleted and superseded passages add nothing to their document's vector.
     let centroid_rows = |c: usize| &ranked[c][..ranked[c].len().min(recipe.centroid)];
     let mut needed: Vec<u32> = best_passages
         .iter()
         .flatten()
         .copied()
         .chain((0..ranked.len()).flat_map(|c| centroid_rows(c).iter().copied()))
+        .chain((0..num_passages as u32).filter(|&p| !passage_excluded[p as usize]))
         .collect();
     needed.sort_unstable();
     needed.dedup();
@@ -578,11 +583,7 @@ fn run_in_pool(cfg: &RunConfig, sources: &Sources) -> Result<RunSummary> {
         "embed_passages",
         bar,
         t,
-        format!(
-            "{} supporting passage vectors by {}",
-            needed.len(),
-            identity.model
-        ),
+        format!("{} passage vectors by {}", needed.len(), identity.model),
     );
     let passage_vector = |p: u32| -> &[f32] {
         let i = needed.binary_search(&p).unwrap_or_default();
@@ -609,22 +610,32 @@ fn run_in_pool(cfg: &RunConfig, sources: &Sources) -> Result<RunSummary> {
         })
         .collect();
 
-    let doc_texts: Vec<String> = corpus
+    let titles: Vec<&str> = corpus.documents.iter().map(|d| d.title.as_str()).collect();
+    let (bar, t) = phases.start("embed_documents", Some(titles.len() as u64));
+    let title_vectors = embed_texts(cfg.embedder.as_ref(), &titles, "document titles", &bar)?;
+    let mut first_passage = 0u32;
+    let document_embeddings: Vec<Vec<f32>> = corpus
         .documents
         .iter()
-        .map(|d| format!("{}\n{}", d.title, d.passages.join("\n")))
+        .zip(&title_vectors)
+        .map(|(d, title)| {
+            let rows = first_passage..first_passage + d.passages.len() as u32;
+            first_passage = rows.end;
+            let mut parts: Vec<&[f32]> = vec![title.as_slice()];
+            parts.extend(
+                rows.filter(|&p| !passage_excluded[p as usize])
+                    .map(passage_vector),
+            );
+            document_vector(&parts)
+        })
         .collect();
-    let (bar, t) = phases.start("embed_documents", Some(doc_texts.len() as u64));
-    let doc_refs: Vec<&str> = doc_texts.iter().map(String::as_str).collect();
-    let document_embeddings = embed_texts(cfg.embedder.as_ref(), &doc_refs, "documents", &bar)?;
     phases.finish(
         "embed_documents",
         bar,
         t,
         format!(
-            "{} document vectors by {}",
+            "{} document vectors from their titles and passages",
             document_embeddings.len(),
-            identity.model
         ),
     );
 
@@ -648,6 +659,7 @@ fn run_in_pool(cfg: &RunConfig, sources: &Sources) -> Result<RunSummary> {
         "report_writer": cfg.report_writer.name(),
         "community_vectors": cfg.community_vectors.to_string(),
         "embedding": cfg.embedder.parameters(),
+        "document_vectors": "unit sum of the title's and each passage's vector",
         "excluded": {"passages": excluded_passages.len(), "documents": excluded_documents.len()},
         "hidden_out_of_graph": {"passages": hidden_passages.len(), "documents": hidden_documents.len()},
     });
@@ -791,46 +803,4 @@ fn refuse_empty_run(
         vocabulary: cfg.vocabulary.clone(),
         documents_path: cfg.documents.clone(),
     })
-}
-
-/// Embeds `texts` with `embedder`, one vector per text in input order.
-///
-/// Texts of similar length share a batch (a transformer pads a batch to its longest text):
-/// they are sorted longest first, cut into batches of [`EMBED_CHUNK_TEXTS`], the batches run in
-/// parallel on the current Rayon pool, and the vectors go back to input order. `what` names the
-/// texts in errors.
-///
-/// # Errors
-/// The embedder's error; [`PipelineError::Internal`] when it returns another number of vectors
-/// than it was given texts.
-fn embed_texts(
-    embedder: &dyn agrag_engine::embed::Embedder,
-    texts: &[&str],
-    what: &str,
-    bar: &ProgressBar,
-) -> Result<Vec<Vec<f32>>> {
-    let mut order: Vec<usize> = (0..texts.len()).collect();
-    order.sort_by_key(|&i| std::cmp::Reverse(texts[i].len()));
-    let sorted: Vec<&str> = order.iter().map(|&i| texts[i]).collect();
-    let chunks: Vec<Vec<Vec<f32>>> = sorted
-        .par_chunks(EMBED_CHUNK_TEXTS)
-        .map(|chunk| {
-            let v = embedder.embed_batch(chunk);
-            bar.inc(chunk.len() as u64);
-            v
-        })
-        .collect::<agrag_engine::Result<Vec<_>>>()?;
-    let mut vectors: Vec<Vec<f32>> = vec![Vec::new(); texts.len()];
-    let mut returned = 0usize;
-    for (&i, v) in order.iter().zip(chunks.into_iter().flatten()) {
-        vectors[i] = v;
-        returned += 1;
-    }
-    if returned != texts.len() {
-        return Err(PipelineError::Internal(format!(
-            "the embedder returned {returned} vectors for {} {what}",
-            texts.len()
-        )));
-    }
-    Ok(vectors)
 }

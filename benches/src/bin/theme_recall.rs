@@ -32,13 +32,13 @@
 //! the first recipe listed (the shipped [`CommunityVectors::default`] unless told otherwise);
 //! the latency target of `search_themes` at 10⁵ communities is `query-bench`'s.
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use agrag_benches::common::workspace;
 use agrag_benches::retrieval::{
-    CachingEmbedder, Candidate, EMBEDDERS, candidates, embed_all, percentile, timed_ms,
+    CachingEmbedder, Candidate, EMBEDDERS, Ranks, candidates, embed_all, percentile,
+    read_conclusions, timed_ms,
 };
 use agrag_engine::embed::dot;
 use agrag_engine::query::theme::Status;
@@ -86,27 +86,6 @@ struct QuerySet {
     questions: Vec<(String, usize)>,
 }
 
-/// Ranks of the question's document (1-based; `None` past the cut-off).
-#[derive(Debug, Clone, Default)]
-struct Ranks(Vec<Option<usize>>);
-
-impl Ranks {
-    fn recall(&self, k: usize) -> f64 {
-        let n = self.0.len().max(1) as f64;
-        self.0.iter().filter(|r| r.is_some_and(|r| r <= k)).count() as f64 / n
-    }
-
-    fn mrr(&self) -> f64 {
-        let n = self.0.len().max(1) as f64;
-        self.0
-            .iter()
-            .flatten()
-            .map(|&r| 1.0 / r as f64)
-            .sum::<f64>()
-            / n
-    }
-}
-
 /// One recipe's run.
 struct RecipeRow {
     recipe: CommunityVectors,
@@ -125,33 +104,6 @@ struct EmbedderRow {
     model: String,
     passages: Vec<Ranks>,
     recipes: Vec<RecipeRow>,
-}
-
-fn read_conclusions(path: &Path, corpus: &Corpus) -> Vec<(String, usize)> {
-    let index: HashMap<&str, usize> = corpus
-        .documents
-        .iter()
-        .enumerate()
-        .map(|(i, d)| (d.key.as_str(), i))
-        .collect();
-    let text = std::fs::read_to_string(path)
-        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
-    let mut out = Vec::new();
-    for (n, line) in text.lines().enumerate() {
-        if line.trim().is_empty() {
-            continue;
-        }
-        let v: serde_json::Value = serde_json::from_str(line)
-            .unwrap_or_else(|e| panic!("{} line {}: {e}", path.display(), n + 1));
-        let key = v["document_key"].as_str().unwrap_or_default();
-        let query = v["query"].as_str().unwrap_or_default();
-        if let Some(&d) = index.get(key)
-            && !query.is_empty()
-        {
-            out.push((query.to_owned(), d));
-        }
-    }
-    out
 }
 
 fn load() -> String {

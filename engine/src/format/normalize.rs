@@ -101,8 +101,12 @@ fn fold_char(c: char, lower: bool, out: &mut String) {
 
 fn term_key(s: &str, lower: bool) -> String {
     let mut folded = String::with_capacity(s.len());
-    for c in s.nfc() {
-        fold_char(c, lower, &mut folded);
+    if s.is_ascii() {
+        // NFC leaves ASCII as it is; the normaliser's per-character buffering would cost more
+        // than the rest of the key (a vocabulary has hundreds of thousands of terms).
+        s.chars().for_each(|c| fold_char(c, lower, &mut folded));
+    } else {
+        s.nfc().for_each(|c| fold_char(c, lower, &mut folded));
     }
     if !folded.contains(' ') {
         return folded;
