@@ -1,4 +1,10 @@
-//! Seeded generators of benchmark inputs (never committed: the benches make them on the fly).
+//! Seeded generators of benchmark inputs (never committed: the benches make them on the fly),
+//! the scale benches' corpus generator ([`corpus`]), child-process measurement
+//! ([`child_watch`]) and the machine's GEMM rate ([`gemm_rate`]).
+
+pub mod child_watch;
+pub mod corpus;
+pub mod gemm_rate;
 
 use agrag_pipeline::graph::Graph;
 
