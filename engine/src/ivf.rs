@@ -43,20 +43,29 @@ pub enum CandidateSearch {
 
 /// How many cells a query probes: cells in descending centroid similarity until both minima
 /// are met (or every cell is probed).
+///
+/// The cell fraction counts *communities*, not vectors: in an index whose communities hold
+/// `m` vectors on average (see [`IvfIndex::from_parts_grouped`]) it is divided by `m`, so a
+/// query scores about the same number of int8 codes whatever `m` is. A community is a
+/// candidate as soon as any one of its vectors sits in a probed cell, so its chance of being
+/// found does not fall as fast as the fraction of vectors scored.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Probe {
-    /// Fewest cells probed, as a fraction of all cells (0 < f ≤ 1).
+    /// Fewest cells probed, as a fraction of all cells (0 < f ≤ 1) for one vector per
+    /// community; divided by the mean number of vectors per community.
     pub min_list_fraction: f32,
-    /// Fewest rows scored, as a multiple of the number of candidates asked for.
+    /// Fewest rows (vectors) scored, as a multiple of the number of candidates asked for.
     pub min_rows_per_candidate: usize,
-    /// Rows re-scored exactly, as a multiple of the number of candidates asked for.
+    /// Communities re-scored exactly, as a multiple of the number of candidates asked for.
     pub rerank: usize,
 }
 
 impl Default for Probe {
-    /// One cell in 32, at least 64 rows per candidate, 4 exact re-scores per candidate: at
-    /// 100,000 communities (316 cells) that scores the int8 codes of about 3,200 rows (1.2 MB,
-    /// 0.8 % of the bytes an exact scan reads) and re-scores 60 rows exactly.
+    /// One cell in 32 (per vector of a community), at least 64 rows per candidate, 4 exact
+    /// re-scores per candidate: at 100,000 communities of one vector (316 cells) that scores
+    /// the int8 codes of about 3,200 rows (1.2 MB, 0.8 % of the bytes an exact scan reads)
+    /// and re-scores 60 communities exactly; at 100,000 communities of 6 vectors (775 cells)
+    /// it probes 5 cells, about 3,900 rows.
     fn default() -> Self {
         Self {
             min_list_fraction: 1.0 / 32.0,
@@ -260,6 +269,8 @@ fn dot_i8(a: &[i8], b: &[i8]) -> i32 {
 #[derive(Debug, Clone)]
 pub struct IvfIndex {
     dim: usize,
+    /// Number of indexed rows (communities); the entries may be more (several per row).
+    groups: usize,
     centroids: Vec<f32>,
     offsets: Vec<u32>,
     rows: Vec<u32>,
@@ -274,7 +285,7 @@ pub struct IvfStats {
     pub lists_probed: usize,
     /// Rows scored by their int8 codes.
     pub rows_scored: usize,
-    /// Rows re-scored exactly.
+    /// Rows (communities, for a grouped index) re-scored exactly.
     pub rows_reranked: usize,
 }
 
@@ -419,6 +430,7 @@ impl IvfIndex {
         }
         Ok(Self {
             dim,
+            groups: num_rows,
             centroids,
             offsets,
             rows,
@@ -432,9 +444,15 @@ impl IvfIndex {
         self.offsets.len() - 1
     }
 
-    /// Number of indexed rows.
+    /// Number of entries (vectors): the indexed rows, or their vectors when a row is a
+    /// group of several (see [`from_parts_grouped`](Self::from_parts_grouped)).
     pub fn rows(&self) -> usize {
         self.rows.len()
+    }
+
+    /// Number of indexed rows (communities), each with one or more entries.
+    pub fn groups(&self) -> usize {
+        self.groups
     }
 
     /// The centroids, row-major, `lists × dim`.
@@ -471,9 +489,9 @@ impl IvfIndex {
     }
 
     /// [`search`](Self::search) with the exact score of a row (or of a group of rows, for an
-    /// index built by [`from_parts_grouped`](Self::from_parts_grouped)) given by `exact`:
-    /// the shortlist is deduplicated by row before `exact` is called, so a group whose
-    /// several entries were probed is re-scored once.
+    /// index built by [`from_parts_grouped`](Self::from_parts_grouped)) given by `exact`.
+    /// A group's approximate score is that of its best scored entry; the `rerank × k` best
+    /// groups by it are re-scored, each once, by `exact`.
     pub fn search_by(
         &self,
         query: &[f32],
@@ -490,8 +508,10 @@ impl IvfIndex {
             .map(|(c, cen)| (c as u32, dot(query, cen)))
             .collect();
         order.sort_unstable_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-        let min_lists = ((lists as f32 * probe.min_list_fraction.clamp(0.0, 1.0)).ceil() as usize)
-            .clamp(1, lists.max(1));
+        // Mean entries per group: the cell fraction is one of communities (see `Probe`).
+        let per_group = (self.rows.len() as f32 / self.groups.max(1) as f32).max(1.0);
+        let fraction = probe.min_list_fraction.clamp(0.0, 1.0) / per_group;
+        let min_lists = ((lists as f32 * fraction).ceil() as usize).clamp(1, lists.max(1));
         let min_rows = k.saturating_mul(probe.min_rows_per_candidate).max(k);
         let (_, q8) = quantize(query);
         // (approximate score, entry)
@@ -514,23 +534,38 @@ impl IvfIndex {
         let rows_scored = scored.len();
         let keep = k.saturating_mul(probe.rerank.max(1)).max(k);
         let cmp = |a: &(f32, u32), b: &(f32, u32)| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1));
-        if keep < scored.len() {
-            scored.select_nth_unstable_by(keep, cmp);
-            scored.truncate(keep);
+        // The best entries of as many groups as `keep`: a group's entries often score alike
+        // (they sit in one cell), so `keep` entries alone could name few groups. Taking
+        // `keep × ⌈per_group⌉` entries, then each group's best, bounds the exact re-scores
+        // by `keep` groups.
+        let take = keep.saturating_mul(per_group.ceil() as usize);
+        if take < scored.len() {
+            scored.select_nth_unstable_by(take, cmp);
+            scored.truncate(take);
         }
-        let mut shortlist: Vec<u32> = scored.iter().map(|&(_, e)| self.rows[e as usize]).collect();
-        shortlist.sort_unstable();
-        shortlist.dedup();
+        let mut shortlist: Vec<(u32, f32)> = scored
+            .iter()
+            .map(|&(s, e)| (self.rows[e as usize], s))
+            .collect();
+        // Each group's best approximate score (ties: the lower group), best first.
+        shortlist.sort_unstable_by(|a, b| a.0.cmp(&b.0).then(b.1.total_cmp(&a.1)));
+        shortlist.dedup_by_key(|g| g.0);
+        let by_score = |a: &(u32, f32), b: &(u32, f32)| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0));
+        if keep < shortlist.len() {
+            shortlist.select_nth_unstable_by(keep, by_score);
+            shortlist.truncate(keep);
+        }
         let exact_score = exact;
-        let mut exact: Vec<(u32, f32)> =
-            shortlist.into_iter().map(|r| (r, exact_score(r))).collect();
+        let mut exact: Vec<(u32, f32)> = shortlist
+            .into_iter()
+            .map(|(r, _)| (r, exact_score(r)))
+            .collect();
         let stats = IvfStats {
             lists_probed: probed,
             rows_scored,
             rows_reranked: exact.len(),
         };
-        let cmp = |a: &(u32, f32), b: &(u32, f32)| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0));
-        exact.sort_by(cmp);
+        exact.sort_by(by_score);
         exact.truncate(k);
         (exact, stats)
     }
@@ -656,6 +691,78 @@ mod tests {
         assert!(ok(&[0, 0], vec![1, 1]).unwrap_err().contains("repeated"));
         assert!(ok(&[1, 0], vec![0, 1]).unwrap_err().contains("order"));
         assert!(ok(&[0], vec![0]).is_err());
+    }
+
+    #[test]
+    fn a_grouped_index_probes_by_communities_and_rescores_each_once() {
+        // 4,096 communities of 4 vectors each, all of one community about one topic.
+        let (dim, groups, per) = (32, 4096, 4);
+        let m = clustered(groups * per, 64, dim);
+        // Entry `v` belongs to community `v % groups`, so a community's vectors share a topic
+        // (`clustered` cycles over 64 topics, and 64 divides 4,096).
+        let group = |v: usize| (v % groups) as u32;
+        let p = IvfParams::for_rows(groups * per).unwrap();
+        let part = build(&m, dim, &p);
+        let mut order: Vec<(u32, u32, usize)> = part
+            .assignment
+            .iter()
+            .enumerate()
+            .map(|(v, &c)| (c, group(v), v))
+            .collect();
+        order.sort_unstable();
+        let (mut scales, mut codes) = (Vec::new(), Vec::new());
+        for &(_, _, v) in &order {
+            let (s, c) = quantize(&m[v * dim..(v + 1) * dim]);
+            scales.push(s);
+            codes.extend(c);
+        }
+        let cells: Vec<u32> = order.iter().map(|o| o.0).collect();
+        let index = IvfIndex::from_parts_grouped(
+            dim,
+            part.centroids.clone(),
+            &cells,
+            order.iter().map(|o| o.1).collect(),
+            scales,
+            codes.into(),
+            &vec![per as u32; groups],
+        )
+        .unwrap();
+        assert_eq!((index.rows(), index.groups()), (groups * per, groups));
+        let best = |q: &[f32], g: u32| -> f32 {
+            (0..per)
+                .map(|j| {
+                    let v = g as usize + j * groups;
+                    dot(q, &m[v * dim..(v + 1) * dim])
+                })
+                .fold(f32::NEG_INFINITY, f32::max)
+        };
+        let (mut found, mut total) = (0, 0);
+        for qi in (0..groups * per).step_by(101) {
+            let q = &m[qi * dim..(qi + 1) * dim];
+            // Without the row minimum: one cell in 32 × 4, not one in 32.
+            let few = Probe {
+                min_rows_per_candidate: 1,
+                ..Probe::default()
+            };
+            let (_, stats) = index.search_by(q, 15, few, |g| best(q, g));
+            let lists = index.lists();
+            assert_eq!(stats.lists_probed, lists.div_ceil(128), "{stats:?}");
+            let (hits, stats) = index.search_by(q, 15, Probe::default(), |g| best(q, g));
+            assert!(stats.rows_reranked <= 60, "{stats:?}");
+            let mut ids: Vec<u32> = hits.iter().map(|h| h.0).collect();
+            ids.sort_unstable();
+            ids.dedup();
+            assert_eq!(ids.len(), hits.len(), "a community listed twice");
+            for h in &hits {
+                assert_eq!(h.1, best(q, h.0));
+            }
+            let scores: Vec<f32> = (0..groups as u32).map(|g| best(q, g)).collect();
+            let exact = crate::query::theme::top_k(&scores, 15);
+            total += exact.len();
+            found += exact.iter().filter(|e| hits.contains(e)).count();
+        }
+        let recall = found as f64 / total as f64;
+        assert!(recall > 0.95, "recall@15 {recall}");
     }
 
     #[test]

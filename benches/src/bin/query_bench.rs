@@ -233,7 +233,14 @@ fn theme_run(
     data
 }
 
-fn themes(root: &Path, sizes: &[usize], queries: usize, space: Space, per_community: usize) {
+fn themes(
+    root: &Path,
+    sizes: &[usize],
+    queries: usize,
+    space: Space,
+    per_community: usize,
+    sweep_rounds: usize,
+) {
     println!(
         "\n## search_themes (limit 5, support_limit 3; {queries} queries per row; {space:?} report embeddings, {per_community} per community)\n"
     );
@@ -253,6 +260,7 @@ fn themes(root: &Path, sizes: &[usize], queries: usize, space: Space, per_commun
         "surgery",
     ];
     let mut recall_rows = Vec::new();
+    let mut sweep_rows = Vec::new();
     for &n in sizes {
         let mut rng = XorShift::new(42 + n as u64);
         let dir = root.join(format!("themes-{n}"));
@@ -307,6 +315,9 @@ fn themes(root: &Path, sizes: &[usize], queries: usize, space: Space, per_commun
             })
         }
         .is_some();
+        if has_ivf && sweep_rounds > 0 {
+            sweep_rows.extend(probe_sweep(&dir, n, &vectors, sweep_rounds));
+        }
         for hidden_pct in [0usize, 1] {
             if hidden_pct == 1 {
                 let mut store =
@@ -355,6 +366,18 @@ fn themes(root: &Path, sizes: &[usize], queries: usize, space: Space, per_commun
             );
         }
     }
+    if !sweep_rows.is_empty() {
+        println!(
+            "\nProbes of the IVF read, vector given, nothing hidden, limit 5 (window 15); latency: medians over {sweep_rounds} interleaved rounds of each round's percentile:\n"
+        );
+        println!(
+            "| communities | vectors | probe | cells probed | rows scored | window recall@15 | p50 ms | p99 ms | CPU p50 ms | CPU p99 ms |"
+        );
+        println!("|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|");
+        for r in sweep_rows {
+            println!("{r}");
+        }
+    }
     if !recall_rows.is_empty() {
         println!(
             "\nCandidate-window recall of the IVF read (default probe) against the exact scan, 15 candidates:\n"
@@ -367,6 +390,125 @@ fn themes(root: &Path, sizes: &[usize], queries: usize, space: Space, per_commun
             println!("{r}");
         }
     }
+}
+
+/// `search_themes` through the IVF index of the run in `dir` with several probes, `rounds`
+/// times over all of them in turn (interleaved, so a burst of load on the shared machine
+/// falls on every probe alike): per probe the cells probed and rows scored (means), the
+/// recall of the candidate window (15 = limit 5 × 3) against the exact scan, and the medians
+/// over rounds of each round's latency percentiles. One row per probe, as markdown.
+fn probe_sweep(dir: &Path, n: usize, vectors: &[Vec<f32>], rounds: usize) -> Vec<String> {
+    let exact = Engine::open(
+        dir,
+        EngineConfig {
+            candidate_search: CandidateSearch::Exact,
+            ..EngineConfig::default()
+        },
+    )
+    .expect("open");
+    let view = exact.view().expect("view");
+    let snap = view.snapshot().expect("snapshot");
+    let ivf = snap.report_ivf().expect("an IVF index");
+    let per_group = ivf.rows() as f32 / ivf.groups() as f32;
+    let d = Probe::default();
+    // The probe of one vector per community applied to every vector (what the index did
+    // before the cell fraction counted communities): the same cells as `d` scaled back up.
+    let by_vectors = Probe {
+        min_list_fraction: (d.min_list_fraction * per_group).min(1.0),
+        ..d
+    };
+    let probes: Vec<(String, Probe)> = vec![
+        ("1/32 of cells (by vectors)".into(), by_vectors),
+        ("default: 1/32 per community".into(), d),
+        (
+            "1/16 per community".into(),
+            Probe {
+                min_list_fraction: 1.0 / 16.0,
+                ..d
+            },
+        ),
+        (
+            "1/64 per community".into(),
+            Probe {
+                min_list_fraction: 1.0 / 64.0,
+                ..d
+            },
+        ),
+    ];
+    let matrix = snap.embedding_matrix();
+    let dim = snap.dim();
+    let truths: Vec<Vec<(u32, f32)>> = vectors
+        .iter()
+        .map(|v| top_k(&agrag_engine::query::theme::community_scores(snap, v), 15))
+        .collect();
+    let engines: Vec<Engine> = probes
+        .iter()
+        .map(|(_, p)| {
+            Engine::open(
+                dir,
+                EngineConfig {
+                    candidate_search: CandidateSearch::Ivf(*p),
+                    ..EngineConfig::default()
+                },
+            )
+            .expect("open")
+        })
+        .collect();
+    let mut lat: Vec<Vec<Latency>> = probes.iter().map(|_| Vec::new()).collect();
+    for _ in 0..rounds {
+        for (e, l) in engines.iter().zip(&mut lat) {
+            l.push(timed(vectors.len(), |i| {
+                let req = ThemeRequest {
+                    query: QueryInput::Vector {
+                        model: HASH_MODEL.into(),
+                        vector: vectors[i].clone(),
+                    },
+                    scope: Scope::All,
+                    limit: 5,
+                    support_limit: 3,
+                };
+                assert!(!e.search_themes(&req).expect("search").themes.is_empty());
+            }));
+        }
+    }
+    let median = |mut x: Vec<f64>| {
+        x.sort_by(f64::total_cmp);
+        x[x.len() / 2]
+    };
+    probes
+        .iter()
+        .zip(lat)
+        .map(|((name, p), l)| {
+            let (mut lists, mut rows, mut found, mut total) = (0, 0, 0, 0);
+            for (v, truth) in vectors.iter().zip(&truths) {
+                let best = |c: u32| {
+                    snap.report_rows(c)
+                        .map(|r| dot(v, &matrix[r * dim..(r + 1) * dim]))
+                        .fold(f32::NEG_INFINITY, f32::max)
+                };
+                let (hits, stats) = ivf.search_by(v, 15, *p, best);
+                lists += stats.lists_probed;
+                rows += stats.rows_scored;
+                total += truth.len();
+                found += truth
+                    .iter()
+                    .filter(|t| hits.iter().any(|h| h.0 == t.0))
+                    .count();
+            }
+            let q = vectors.len() as f64;
+            format!(
+                "| {n} | {} | {name} | {:.1} | {:.0} | {:.4} | {:.3} | {:.3} | {:.3} | {:.3} |",
+                ivf.rows(),
+                lists as f64 / q,
+                rows as f64 / q,
+                found as f64 / total as f64,
+                median(l.iter().map(|x| x.p50).collect()),
+                median(l.iter().map(|x| x.p99).collect()),
+                median(l.iter().map(|x| x.cpu_p50).collect()),
+                median(l.iter().map(|x| x.cpu_p99).collect()),
+            )
+        })
+        .collect()
 }
 
 fn concepts(root: &Path, num_docs: usize, queries: usize) {
@@ -553,6 +695,13 @@ struct Cli {
     /// see `CommunityVectors::default`].
     #[arg(long)]
     vectors_per_community: Option<usize>,
+    /// Numbers of communities of the `search_themes` runs [default: 1000,10000,100000; with
+    /// `--quick` 1000,10000].
+    #[arg(long, value_delimiter = ',')]
+    sizes: Vec<usize>,
+    /// Time several IVF probes against each other in N interleaved rounds (0: not).
+    #[arg(long, default_value_t = 0, value_name = "N")]
+    probe_sweep: usize,
     /// Write the runs under DIR and leave them there (to profile an open).
     #[arg(long, value_name = "DIR")]
     keep: Option<PathBuf>,
@@ -570,7 +719,9 @@ fn main() {
         None => tempfile_dir(),
     };
     if !cli.concepts_only {
-        let sizes: &[usize] = if quick {
+        let sizes: &[usize] = if !cli.sizes.is_empty() {
+            &cli.sizes
+        } else if quick {
             &[1_000, 10_000]
         } else {
             &[1_000, 10_000, 100_000]
@@ -591,6 +742,7 @@ fn main() {
             if quick { 200 } else { 1_000 },
             space,
             per_community,
+            cli.probe_sweep,
         );
     }
     if !cli.themes_only {
