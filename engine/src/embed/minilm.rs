@@ -12,9 +12,9 @@
 
 use std::path::{Path, PathBuf};
 
-use candle_core::{DType, Device, Tensor};
-use candle_nn::VarBuilder;
-use candle_transformers::models::bert::{BertModel, Config as BertConfig};
+use candle_core::Device;
+use candle_transformers::models::bert::{Config as BertConfig, HiddenAct};
+use rayon::prelude::*;
 use tokenizers::Tokenizer;
 
 use super::{Embedder, EmbedderIdentity, l2_normalize};
@@ -28,9 +28,13 @@ use crate::error::{EngineError, Result};
 /// 128-token inputs, so quality degrades on long sequences before this limit.
 pub const MINILM_MAX_TOKENS: usize = 256;
 
-/// Most texts run through the network at once. Texts of a batch are padded to the longest, so
-/// the batch is formed of texts of similar length (see [`MiniLmEmbedder::embed_batch`]).
-const MICRO_BATCH: usize = 16;
+mod forward;
+
+/// Most word pieces run through the network at once (a micro-batch; one sequence may exceed
+/// it). Sequences are packed without padding, so the budget only sets the height of the
+/// matrix products (taller amortises the packing of each weight matrix) against the size of
+/// the activations (the feed-forward layer's are `tokens × 1536` floats, 3 MiB at 512).
+const MICRO_BATCH_TOKENS: usize = 512;
 
 /// all-MiniLM-L6-v2: text → 384 floats, L2-normalized, so the dot product is the cosine.
 ///
@@ -39,12 +43,14 @@ const MICRO_BATCH: usize = 16;
 /// 1. the model's own `tokenizer.json` (BERT uncased WordPiece, `[CLS] … [SEP]`); a text
 ///    longer than [`MINILM_MAX_TOKENS`] word pieces is cut into windows (the default) or
 ///    truncated, see [`LongTexts`];
-/// 2. the BERT encoder (candle-transformers), on the CPU, `f32`;
-/// 3. **mean pooling over the attention mask**: the average of the token vectors of real tokens
+/// 2. the BERT encoder on the CPU in `f32`: our own forward pass over the `gemm` crate's
+///    matrix products (AVX-512 or AVX2 kernels chosen at run time), which packs the sequences
+///    of a micro-batch without padding and runs attention per sequence; it computes what
+///    candle-transformers' `BertModel` computes (a test compares the two);
+/// 3. **mean pooling over the real tokens**: the average of the token vectors of real tokens
 ///    only (of every window). Padding is excluded; the shipped `tokenizer.json` pads every
 ///    input to 128 tokens, and averaging those padding positions in makes unrelated sentences
-///    near-identical, so this embedder turns the tokenizer's padding off and pads each batch
-///    itself;
+///    near-identical, so this embedder turns the tokenizer's padding off (and needs none);
 /// 4. L2 normalization.
 ///
 /// For texts within the limit (sentences, questions, passages) this is exactly
@@ -57,15 +63,17 @@ const MICRO_BATCH: usize = 16;
 ///
 /// # Determinism
 /// The same text gives the same vector on one machine, whatever the batch it is embedded in
-/// (within 1e-5 per component: the order of float additions in matrix products depends on the
-/// padded length).
+/// and the number of threads (within 1e-5 per component: the matrix products' blocking may
+/// depend on the height of the micro-batch).
 ///
 /// # Cost
-/// About 21 MFLOP per word piece (6 layers × 1.8 M multiply-adds); loading reads about 90 MB.
+/// About 21 MFLOP per word piece (6 layers × 1.8 M multiply-adds) plus attention's
+/// `4 · 384 · n` per word piece of an `n`-piece sequence per layer; loading reads about 90 MB
+/// and keeps about 90 MB of weights.
 pub struct MiniLmEmbedder {
     identity: EmbedderIdentity,
     dir: PathBuf,
-    model: BertModel,
+    encoder: forward::Encoder,
     tokenizer: Tokenizer,
     cls: u32,
     sep: u32,
@@ -139,6 +147,20 @@ impl MiniLmEmbedder {
                 config.hidden_size
             )));
         }
+        let expected = (6, 12, 1536, HiddenAct::Gelu);
+        let found = (
+            config.num_hidden_layers,
+            config.num_attention_heads,
+            config.intermediate_size,
+            config.hidden_act,
+        );
+        if (found.1, found.2, found.3) != (expected.1, expected.2, expected.3) {
+            return Err(model_error(format!(
+                "{} describes (layers, heads, intermediate size, activation) {found:?}, not \
+                 all-MiniLM-L6-v2's {expected:?}",
+                dir.join("config.json").display(),
+            )));
+        }
         check_mean_pooling(dir)?;
 
         let mut tokenizer = Tokenizer::from_bytes(&tokenizer_json)
@@ -155,12 +177,12 @@ impl MiniLmEmbedder {
         };
         let (cls, sep) = (special("[CLS]")?, special("[SEP]")?);
 
-        let vb = VarBuilder::from_buffered_safetensors(weights, DType::F32, &Device::Cpu).map_err(
-            |e| model_error(format!("{}: {e}", dir.join("model.safetensors").display())),
-        )?;
-        let model = BertModel::load(vb, &config).map_err(|e| {
-            model_error(format!("{}: {e}", dir.join("model.safetensors").display()))
-        })?;
+        let weights_error =
+            |e: String| model_error(format!("{}: {e}", dir.join("model.safetensors").display()));
+        let tensors = candle_core::safetensors::load_buffer(&weights, &Device::Cpu)
+            .map_err(|e| weights_error(e.to_string()))?;
+        let encoder = forward::Encoder::from_tensors(&tensors, config.num_hidden_layers)
+            .map_err(weights_error)?;
         Ok(Self {
             identity: EmbedderIdentity {
                 model: MINILM_MODEL.to_owned(),
@@ -169,7 +191,7 @@ impl MiniLmEmbedder {
                 fingerprint,
             },
             dir: dir.to_owned(),
-            model,
+            encoder,
             tokenizer,
             cls,
             sep,
@@ -227,63 +249,6 @@ impl MiniLmEmbedder {
             }
         }
     }
-
-    /// Runs one batch of sequences (padded here to the longest) and returns, per sequence, the
-    /// sum of its real tokens' output vectors and their number (mean pooling's two halves).
-    fn token_sums(&self, seqs: &[&[u32]]) -> candle_core::Result<Vec<(Vec<f32>, f32)>> {
-        let rows = seqs.len();
-        let width = seqs.iter().map(|e| e.len()).max().unwrap_or(0).max(1);
-        let mut ids = vec![0u32; rows * width];
-        let mut mask = vec![0u32; rows * width];
-        for (r, seq) in seqs.iter().enumerate() {
-            ids[r * width..r * width + seq.len()].copy_from_slice(seq);
-            mask[r * width..r * width + seq.len()].fill(1);
-        }
-        let device = &self.model.device;
-        let ids = Tensor::from_vec(ids, (rows, width), device)?;
-        let mask = Tensor::from_vec(mask, (rows, width), device)?;
-        let type_ids = ids.zeros_like()?;
-        let hidden = self.model.forward(&ids, &type_ids, Some(&mask))?; // (rows, width, 384)
-        let mask = mask.to_dtype(DType::F32)?.unsqueeze(2)?; // (rows, width, 1)
-        let sums: Vec<Vec<f32>> = hidden.broadcast_mul(&mask)?.sum(1)?.to_vec2()?; // (rows, 384)
-        Ok(sums
-            .into_iter()
-            .zip(seqs)
-            .map(|(s, seq)| (s, seq.len() as f32))
-            .collect())
-    }
-}
-
-#[cfg(test)]
-impl MiniLmEmbedder {
-    /// The wrong way, for the test that shows why the mask matters: every text padded to
-    /// `width` tokens and the mean taken over all positions, padding included.
-    pub(crate) fn for_test_embed_padded_unmasked(
-        &self,
-        texts: &[&str],
-        width: usize,
-    ) -> candle_core::Result<Vec<Vec<f32>>> {
-        let mut ids = vec![0u32; texts.len() * width];
-        let mut mask = vec![0u32; texts.len() * width];
-        for (r, t) in texts.iter().enumerate() {
-            let e = self
-                .tokenizer
-                .encode(*t, true)
-                .map_err(candle_core::Error::wrap)?;
-            let n = e.len().min(width);
-            ids[r * width..r * width + n].copy_from_slice(&e.get_ids()[..n]);
-            mask[r * width..r * width + n].copy_from_slice(&e.get_attention_mask()[..n]);
-        }
-        let device = &self.model.device;
-        let ids = Tensor::from_vec(ids, (texts.len(), width), device)?;
-        let mask = Tensor::from_vec(mask, (texts.len(), width), device)?;
-        let hidden = self.model.forward(&ids, &ids.zeros_like()?, Some(&mask))?;
-        let mut out: Vec<Vec<f32>> = hidden.mean(1)?.to_vec2()?;
-        for v in &mut out {
-            l2_normalize(v);
-        }
-        Ok(out)
-    }
 }
 
 /// Refuses a model folder whose sentence-transformers pooling is not mean pooling.
@@ -318,10 +283,11 @@ impl Embedder for MiniLmEmbedder {
         })
     }
 
-    /// Tokenizes every text, cuts long ones by the [`LongTexts`] policy, sorts the sequences
-    /// by length so that each micro-batch of 16 pads little, runs the batches one after the
-    /// other (candle's matrix products use the current Rayon pool), mean-pools each text over
-    /// the real tokens of its sequences, L2-normalizes, and returns the vectors in input order.
+    /// Tokenizes every text, cuts long ones by the [`LongTexts`] policy, packs the sequences
+    /// into micro-batches of about [`MINILM_MAX_TOKENS`]·2 word pieces (no padding), runs the
+    /// micro-batches in parallel on the current Rayon pool (each on one thread), mean-pools
+    /// each text over the real tokens of its sequences, L2-normalizes, and returns the vectors
+    /// in input order.
     fn embed_batch(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
         let encodings = self
             .tokenizer
@@ -333,29 +299,48 @@ impl Embedder for MiniLmEmbedder {
             .enumerate()
             .flat_map(|(i, e)| self.segments(e.get_ids()).into_iter().map(move |s| (i, s)))
             .collect();
-        let mut order: Vec<usize> = (0..seqs.len()).collect();
-        order.sort_by_key(|&k| std::cmp::Reverse(seqs[k].1.len()));
+        // Micro-batches of whole sequences in input order, each at most MICRO_BATCH_TOKENS word
+        // pieces unless one sequence is longer: their composition depends on the texts only,
+        // never on the thread count. They run in parallel on the current Rayon pool, each on
+        // one thread (see `forward`).
+        let mut groups: Vec<std::ops::Range<usize>> = Vec::new();
+        let mut start = 0;
+        let mut tokens = 0;
+        for (k, (_, seq)) in seqs.iter().enumerate() {
+            if k > start && tokens + seq.len() > MICRO_BATCH_TOKENS {
+                groups.push(start..k);
+                (start, tokens) = (k, 0);
+            }
+            tokens += seq.len();
+        }
+        if start < seqs.len() {
+            groups.push(start..seqs.len());
+        }
+        let pooled: Vec<Vec<(Vec<f32>, f32)>> = groups
+            .par_iter()
+            .map(|g| {
+                let batch: Vec<&[u32]> =
+                    seqs[g.clone()].iter().map(|(_, s)| s.as_slice()).collect();
+                self.encoder.token_sums(&batch).map_err(model_error)
+            })
+            .collect::<Result<_>>()?;
         let max = self.long_texts == LongTexts::MaxOfWindows;
         let mut sums =
             vec![vec![if max { f32::NEG_INFINITY } else { 0.0 }; MINILM_DIM]; texts.len()];
         let mut counts = vec![0.0f32; texts.len()];
-        for group in order.chunks(MICRO_BATCH) {
-            let batch: Vec<&[u32]> = group.iter().map(|&k| seqs[k].1.as_slice()).collect();
-            let pooled = self.token_sums(&batch).map_err(model_error)?;
-            for (&k, (sum, n)) in group.iter().zip(pooled) {
-                let text = seqs[k].0;
-                if max {
-                    // Each window's own mean, then the element-wise maximum over windows.
-                    for (acc, x) in sums[text].iter_mut().zip(sum) {
-                        *acc = acc.max(x / n.max(1.0));
-                    }
-                    counts[text] = 1.0;
-                } else {
-                    for (acc, x) in sums[text].iter_mut().zip(sum) {
-                        *acc += x;
-                    }
-                    counts[text] += n;
+        for ((text, _), (sum, n)) in seqs.iter().zip(pooled.into_iter().flatten()) {
+            let text = *text;
+            if max {
+                // Each window's own mean, then the element-wise maximum over windows.
+                for (acc, x) in sums[text].iter_mut().zip(sum) {
+                    *acc = acc.max(x / n.max(1.0));
                 }
+                counts[text] = 1.0;
+            } else {
+                for (acc, x) in sums[text].iter_mut().zip(sum) {
+                    *acc += x;
+                }
+                counts[text] += n;
             }
         }
         for (v, n) in sums.iter_mut().zip(counts) {
@@ -373,6 +358,102 @@ mod tests {
     use super::*;
     use crate::embed::dot;
     use crate::embed::settings::model_path_from_env;
+    use candle_core::{DType, Tensor};
+
+    /// candle-transformers' `BertModel`, the encoder this embedder ran before its own forward
+    /// pass: the reference the new path is compared against.
+    struct CandleReference {
+        model: candle_transformers::models::bert::BertModel,
+    }
+
+    impl CandleReference {
+        fn load(dir: &Path) -> Self {
+            let config: BertConfig =
+                serde_json::from_slice(&std::fs::read(dir.join("config.json")).unwrap()).unwrap();
+            let weights = std::fs::read(dir.join("model.safetensors")).unwrap();
+            let vb =
+                candle_nn::VarBuilder::from_buffered_safetensors(weights, DType::F32, &Device::Cpu)
+                    .unwrap();
+            Self {
+                model: candle_transformers::models::bert::BertModel::load(vb, &config).unwrap(),
+            }
+        }
+
+        /// Mean-pooled, L2-normalized vectors of `texts`, padded to the longest with an
+        /// attention mask (the previous `embed_batch` for texts within the limit).
+        fn embed_masked(&self, e: &MiniLmEmbedder, texts: &[&str]) -> Vec<Vec<f32>> {
+            let seqs: Vec<Vec<u32>> = texts
+                .iter()
+                .map(|t| e.tokenizer.encode(*t, true).unwrap().get_ids().to_vec())
+                .collect();
+            let seqs: Vec<&[u32]> = seqs.iter().map(Vec::as_slice).collect();
+            let mut out: Vec<Vec<f32>> = self
+                .token_sums(&seqs)
+                .unwrap()
+                .into_iter()
+                .map(|(s, n)| s.into_iter().map(|x| x / n).collect())
+                .collect();
+            for v in &mut out {
+                l2_normalize(v);
+            }
+            out
+        }
+
+        /// Runs one batch of sequences (padded here to the longest) and returns, per sequence, the
+        /// sum of its real tokens' output vectors and their number (mean pooling's two halves).
+        fn token_sums(&self, seqs: &[&[u32]]) -> candle_core::Result<Vec<(Vec<f32>, f32)>> {
+            let rows = seqs.len();
+            let width = seqs.iter().map(|e| e.len()).max().unwrap_or(0).max(1);
+            let mut ids = vec![0u32; rows * width];
+            let mut mask = vec![0u32; rows * width];
+            for (r, seq) in seqs.iter().enumerate() {
+                ids[r * width..r * width + seq.len()].copy_from_slice(seq);
+                mask[r * width..r * width + seq.len()].fill(1);
+            }
+            let device = &self.model.device;
+            let ids = Tensor::from_vec(ids, (rows, width), device)?;
+            let mask = Tensor::from_vec(mask, (rows, width), device)?;
+            let type_ids = ids.zeros_like()?;
+            let hidden = self.model.forward(&ids, &type_ids, Some(&mask))?; // (rows, width, 384)
+            let mask = mask.to_dtype(DType::F32)?.unsqueeze(2)?; // (rows, width, 1)
+            let sums: Vec<Vec<f32>> = hidden.broadcast_mul(&mask)?.sum(1)?.to_vec2()?; // (rows, 384)
+            Ok(sums
+                .into_iter()
+                .zip(seqs)
+                .map(|(s, seq)| (s, seq.len() as f32))
+                .collect())
+        }
+
+        /// The wrong way, for the test that shows why the mask matters: every text padded to
+        /// `width` tokens and the mean taken over all positions, padding included.
+        fn embed_padded_unmasked(
+            &self,
+            e: &MiniLmEmbedder,
+            texts: &[&str],
+            width: usize,
+        ) -> candle_core::Result<Vec<Vec<f32>>> {
+            let mut ids = vec![0u32; texts.len() * width];
+            let mut mask = vec![0u32; texts.len() * width];
+            for (r, t) in texts.iter().enumerate() {
+                let enc = e
+                    .tokenizer
+                    .encode(*t, true)
+                    .map_err(candle_core::Error::wrap)?;
+                let n = enc.len().min(width);
+                ids[r * width..r * width + n].copy_from_slice(&enc.get_ids()[..n]);
+                mask[r * width..r * width + n].copy_from_slice(&enc.get_attention_mask()[..n]);
+            }
+            let device = &self.model.device;
+            let ids = Tensor::from_vec(ids, (texts.len(), width), device)?;
+            let mask = Tensor::from_vec(mask, (texts.len(), width), device)?;
+            let hidden = self.model.forward(&ids, &ids.zeros_like()?, Some(&mask))?;
+            let mut out: Vec<Vec<f32>> = hidden.mean(1)?.to_vec2()?;
+            for v in &mut out {
+                l2_normalize(v);
+            }
+            Ok(out)
+        }
+    }
 
     /// The model, or `None` when its folder is absent (the skip and its reason are written
     /// straight to stderr, which the test harness does not capture). With
@@ -422,13 +503,65 @@ mod tests {
     }
 
     #[test]
+    fn own_forward_pass_matches_candle_transformers_bert() {
+        let Some(e) = model() else { return };
+        let reference = CandleReference::load(e.dir());
+        let texts = [
+            "The weather is lovely today.",
+            "Do statins reduce mortality after myocardial infarction?",
+            "Mitochondria are the site of oxidative phosphorylation; during programmed cell \
+             death in the lace plant they change shape, lose membrane potential and move \
+             towards the nucleus, as time-lapse microscopy of leaf windows showed.",
+            "a",
+        ];
+        let ours = e.embed_batch(&texts).unwrap();
+        let theirs = reference.embed_masked(&e, &texts);
+        for ((t, a), b) in texts.iter().zip(&ours).zip(&theirs) {
+            let cos = dot(a, b);
+            assert!(
+                cos > 1.0 - 1e-5,
+                "{t:?}: cosine {cos} with candle-transformers"
+            );
+            let diff = a
+                .iter()
+                .zip(b)
+                .map(|(x, y)| (x - y).abs())
+                .fold(0.0f32, f32::max);
+            assert!(diff < 1e-4, "{t:?}: max component difference {diff}");
+        }
+    }
+
+    #[test]
+    fn thread_count_does_not_change_vectors() {
+        let Some(e) = model() else { return };
+        // Enough text for several micro-batches, so that two threads really split the work.
+        let texts: Vec<String> = (0..40)
+            .map(|i| {
+                format!("Passage {i} on statin therapy and coronary outcomes. ").repeat(1 + i % 7)
+            })
+            .collect();
+        let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
+        let on = |threads: usize| {
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap()
+                .install(|| e.embed_batch(&texts).unwrap())
+        };
+        let (one, two) = (on(1), on(2));
+        assert_eq!(one, two);
+    }
+
+    #[test]
     fn masked_pooling_keeps_unrelated_sentences_apart() {
         // The trap: the shipped tokenizer.json pads every input to 128 tokens; averaging those
         // padding positions in makes unrelated sentences look alike. Shown here with the
         // naive pooling, then checked on the real one.
         let Some(e) = model() else { return };
         let texts = ["The weather is lovely today.", "He drove to the stadium."];
-        let naive = e.for_test_embed_padded_unmasked(&texts, 128).unwrap();
+        let naive = CandleReference::load(e.dir())
+            .embed_padded_unmasked(&e, &texts, 128)
+            .unwrap();
         let v = e.embed_batch(&texts).unwrap();
         let (naive, masked) = (dot(&naive[0], &naive[1]), dot(&v[0], &v[1]));
         assert!(naive > 0.5, "naive pooling gave {naive}");
