@@ -353,19 +353,26 @@ fn to_count(field: &'static str, v: i64) -> Result<usize, (u8, anyhow::Error)> {
     })
 }
 
-/// Refuses a question longer than the MCP tools accept
-/// ([`MAX_QUERY_CHARS`](agrag_engine::tools::args::MAX_QUERY_CHARS)): one cap whichever way a
-/// question arrives, and a pasted file is named as a mistake instead of being embedded.
+/// Refuses a question the MCP tools would refuse: longer than
+/// [`MAX_QUERY_CHARS`](agrag_engine::tools::args::MAX_QUERY_CHARS), or blank. One rule whichever
+/// way a question arrives: a pasted file is named as a mistake instead of being embedded, and an
+/// empty `--keyword` or question is not read as "match everything" or "match nothing".
 fn check_question(field: &'static str, text: &str) -> Result<(), (u8, anyhow::Error)> {
     use agrag_engine::tools::args::MAX_QUERY_CHARS;
     // The message below spells the cap out.
     const _: () = assert!(MAX_QUERY_CHARS == 1000);
     let n = text.chars().count();
-    if n > MAX_QUERY_CHARS {
+    if n > MAX_QUERY_CHARS || text.trim().is_empty() {
         return Err(usage(EngineError::InvalidArgument {
             field,
-            value: format!("{n} characters"),
-            expected: "at most 1000 characters",
+            value: if n == 0 {
+                "an empty text".to_owned()
+            } else if n > MAX_QUERY_CHARS {
+                format!("{n} characters")
+            } else {
+                format!("{n} characters of white space")
+            },
+            expected: "1 to 1000 characters, not all white space",
         }));
     }
     Ok(())
@@ -656,6 +663,13 @@ fn run(cli: Cli) -> CmdResult {
             outcome
         }
         Command::Evidence { root, json, ids } => {
+            if let Some(i) = ids.iter().position(|id| id.trim().is_empty()) {
+                return Err(usage(EngineError::InvalidArgument {
+                    field: "id",
+                    value: format!("an empty id (argument {})", i + 1),
+                    expected: "an evidence id such as pmid:123#0",
+                }));
+            }
             let engine = Engine::open(root.path(), EngineConfig::default()).map_err(work)?;
             let run_id = engine.run_id();
             // With no run served every id would look unknown; say that nothing was looked up.

@@ -310,6 +310,29 @@ fn an_overlong_question_is_refused() {
     }
 }
 
+/// A blank question, keyword or evidence id is refused (exit 2, naming the argument), as the
+/// MCP tools refuse it, instead of being searched.
+#[test]
+fn a_blank_question_keyword_or_evidence_id_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    two_documents(dir.path());
+    for (args, field) in [
+        (vec!["themes", ""], "question"),
+        (vec!["themes", "  \t"], "question"),
+        (
+            vec!["concepts", "--concept", "C1", "--keyword", ""],
+            "keyword",
+        ),
+        (vec!["concepts", "--concept", "C1", "--query", " "], "query"),
+        (vec!["evidence", "pmid:1#0", ""], "id"),
+    ] {
+        let out = engine_at(dir.path(), &args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", show(&out));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains(field), "{args:?}: {stderr}");
+    }
+}
+
 /// Accents are folded in term lookup and in the keyword clause: "Sjögren" and "Sjogren" are
 /// one word, written either way in the vocabulary, the text or the question.
 #[test]
