@@ -1,19 +1,30 @@
 //! `embed-throughput`: passages embedded per second (batched and parallel as the pipeline
-//! does it) and query-embedding latency, per embedder. Prints a markdown table.
+//! does it) and query-embedding latency, per embedder, next to the machine's dense f32 matrix
+//! multiply rate. Prints markdown tables.
 //!
 //! ```text
 //! bash scripts/fetch-model.sh
 //! cargo run -p agrag-benches --release --bin embed-throughput -- \
 //!     [--embedders minilm,hash] [--threads 1,2] [--chunks 1,32] [--documents FILE.jsonl]
-//!     [--limit N]
+//!     [--limit N] [--queries N] [--gemm-size 2048] [--repeat 1]
 //! ```
+//!
+//! GEMM: `C = A·B` of two `n × n` f32 matrices (`--gemm-size`, 2,048 by default; `2n³`
+//! flops) through the `gemm` crate (the kernels all-MiniLM-L6-v2 runs on; AVX-512 or AVX2
+//! chosen at run time) on a pool of each `--threads` count: one warm-up, then the median of 5.
 //!
 //! Throughput: every passage of the corpus (2,999 for the shipped PubMedQA), sorted by length,
 //! in chunks of `--chunks` texts run in parallel on a pool of `--threads` threads (the pipeline
-//! uses chunks of 32 on every core). Latency: each document title (a question) embedded alone,
-//! one after the other, on a 2-thread pool after 10 warm-up queries; p50 and p99 in ms.
+//! uses chunks of 32 on every core), `--repeat` times (each row one run). For MiniLM also word
+//! pieces per second and the achieved GFLOP/s at 21.2 MFLOP per word piece (the dense layers:
+//! 6 × (384·1152 + 384·384 + 2·384·1536) multiply-adds; attention's share, under 5 % at 90
+//! pieces, is not counted) and that rate as a share of the GEMM rate at the same thread count.
+//!
+//! Latency: each document title (a question, at most `--queries` of them) embedded alone, one
+//! after the other, on a 2-thread pool after 10 warm-up queries; p50 and p99 in ms.
 
 use std::path::{Path, PathBuf};
+use std::time::Instant;
 
 use clap::Parser;
 
@@ -44,6 +55,89 @@ struct Cli {
     /// Embed at most this many passages.
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
     limit: Option<u64>,
+    /// Time at most this many queries [default: every title].
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    queries: Option<u64>,
+    /// Side of the square matrices of the GEMM measurement (64..=8192).
+    #[arg(long, default_value_t = 2048, value_parser = clap::value_parser!(u16).range(64..=8192))]
+    gemm_size: u16,
+    /// Runs of each throughput configuration (1..=100).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=100))]
+    repeat: u16,
+}
+
+/// Dense multiply-adds of all-MiniLM-L6-v2 per word piece, ×2 flops: 6 layers of the Q, K, V
+/// and output projections (4 · 384²) and the feed-forward pair (2 · 384 · 1536).
+const MINILM_FLOP_PER_PIECE: f64 = 2.0 * 6.0 * (4.0 * 384.0 * 384.0 + 2.0 * 384.0 * 1536.0);
+
+/// Median GFLOP/s of `C = A·B`, `n × n` f32, through `gemm` on a pool of `threads` threads
+/// (one warm-up product, then the median of 5).
+fn gemm_gflops(n: usize, threads: usize) -> f64 {
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .expect("thread pool");
+    // Deterministic values without zeros or denormals.
+    let values = |k: usize| -> Vec<f32> {
+        (0..n * n)
+            .map(|i| ((i * 7 + k * 13) % 97) as f32 / 97.0 - 0.5)
+            .collect()
+    };
+    let (a, b) = (values(1), values(2));
+    let mut c = vec![0.0f32; n * n];
+    let parallelism = if threads > 1 {
+        gemm::Parallelism::Rayon(threads)
+    } else {
+        gemm::Parallelism::None
+    };
+    let mut seconds: Vec<f64> = pool.install(|| {
+        (0..6)
+            .map(|_| {
+                let t = Instant::now();
+                // SAFETY: a, b and c are n × n row-major (row stride n, column stride 1) and c
+                // is a distinct, exclusively borrowed buffer.
+                #[allow(unsafe_code)]
+                unsafe {
+                    gemm::gemm(
+                        n,
+                        n,
+                        n,
+                        c.as_mut_ptr(),
+                        1,
+                        n as isize,
+                        false,
+                        a.as_ptr(),
+                        1,
+                        n as isize,
+                        b.as_ptr(),
+                        1,
+                        n as isize,
+                        0.0,
+                        1.0,
+                        false,
+                        false,
+                        false,
+                        parallelism,
+                    );
+                }
+                t.elapsed().as_secs_f64()
+            })
+            .collect()
+    });
+    assert!(
+        c.iter().all(|x| x.is_finite()),
+        "gemm produced non-finite values"
+    );
+    seconds.remove(0);
+    seconds.sort_by(f64::total_cmp);
+    2.0 * (n as f64).powi(3) / seconds[seconds.len() / 2] / 1e9
+}
+
+/// The 1-, 5- and 15-minute load averages, as `/proc/loadavg` gives them (empty elsewhere).
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_default()
 }
 
 fn main() {
@@ -64,7 +158,15 @@ fn main() {
         .flat_map(|d| d.passages.iter().map(String::as_str))
         .take(limit)
         .collect();
-    let titles: Vec<&str> = corpus.documents.iter().map(|d| d.title.as_str()).collect();
+    let queries = cli
+        .queries
+        .map_or(usize::MAX, |n| usize::try_from(n).unwrap_or(usize::MAX));
+    let titles: Vec<&str> = corpus
+        .documents
+        .iter()
+        .map(|d| d.title.as_str())
+        .take(queries)
+        .collect();
     let chars: usize = passages.iter().map(|p| p.len()).sum();
     let tokens = MiniLmEmbedder::load(&model_path_from_env()).ok().map(|m| {
         passages
@@ -87,8 +189,21 @@ fn main() {
         )),
         titles.len()
     );
-    println!("| embedder | threads | chunk | seconds | passages/s |");
-    println!("|---|---|---|---|---|");
+    let n = usize::from(cli.gemm_size);
+    println!("| GEMM f32 {n}² (gemm crate) | threads | GFLOP/s | load average |");
+    println!("|---|---|---|---|");
+    let gemm: Vec<(usize, f64)> = threads
+        .iter()
+        .map(|&t| {
+            let g = gemm_gflops(n, t);
+            println!("| {n}×{n}·{n}×{n} | {t} | {g:.1} | {} |", load_average());
+            (t, g)
+        })
+        .collect();
+    println!(
+        "\n| embedder | threads | chunk | seconds | passages/s | word pieces/s | GFLOP/s | % of GEMM | load average |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|");
     for c in &cands {
         for &t in &threads {
             for &chunk in &chunks {
@@ -96,15 +211,31 @@ fn main() {
                     .num_threads(t)
                     .build()
                     .expect("thread pool");
-                eprintln!("{}: {t} threads, chunks of {chunk}", c.name);
-                let (_, ms) =
-                    timed_ms(|| pool.install(|| embed_all(c.embedder.as_ref(), &passages, chunk)));
-                println!(
-                    "| {} | {t} | {chunk} | {:.2} | {:.1} |",
-                    c.name,
-                    ms / 1e3,
-                    passages.len() as f64 / (ms / 1e3)
-                );
+                for _ in 0..cli.repeat {
+                    eprintln!("{}: {t} threads, chunks of {chunk}", c.name);
+                    let (_, ms) = timed_ms(|| {
+                        pool.install(|| embed_all(c.embedder.as_ref(), &passages, chunk))
+                    });
+                    let s = ms / 1e3;
+                    let (pieces, gflops, share) = match tokens {
+                        Some(tok) if c.name == "minilm" => {
+                            let g = tok as f64 * MINILM_FLOP_PER_PIECE / s / 1e9;
+                            let gemm_t = gemm.iter().find(|(gt, _)| *gt == t).map_or(0.0, |x| x.1);
+                            (
+                                format!("{:.0}", tok as f64 / s),
+                                format!("{g:.1}"),
+                                format!("{:.0} %", 100.0 * g / gemm_t),
+                            )
+                        }
+                        _ => Default::default(),
+                    };
+                    println!(
+                        "| {} | {t} | {chunk} | {s:.2} | {:.1} | {pieces} | {gflops} | {share} | {} |",
+                        c.name,
+                        passages.len() as f64 / s,
+                        load_average()
+                    );
+                }
             }
         }
     }
