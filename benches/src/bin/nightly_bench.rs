@@ -309,10 +309,11 @@ fn minilm_figures(corpus: &Path, r: &RunResult) -> anyhow::Result<MiniLmFigures>
         .phase_seconds("embed_documents")
         .context("no embed_documents phase")?;
     let passages_per_second = r.watched.as_ref().and_then(|w| {
+        // The phase's closing message starts with the number of passages it embedded.
         let i = w
             .intervals
             .iter()
-            .find(|i| i.name == "after embed_passages")?;
+            .find(|i| i.is_phase && i.name == "embed_passages")?;
         let n: f64 = i.message.split_whitespace().next()?.parse().ok()?;
         Some(n / r.phase_seconds("embed_passages")?)
     });
