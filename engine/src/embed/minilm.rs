@@ -1,4 +1,5 @@
-//! all-MiniLM-L6-v2 sentence embeddings in pure Rust (candle), read from a local model folder.
+//! all-MiniLM-L6-v2 sentence embeddings in pure Rust (our own forward pass over `gemm`), read
+//! from a local model folder.
 //!
 //! The model is the sentence-transformers checkpoint `sentence-transformers/all-MiniLM-L6-v2`
 //! (Apache-2.0; model card: <https://huggingface.co/sentence-transformers/all-MiniLM-L6-v2>):
@@ -12,8 +13,6 @@
 
 use std::path::{Path, PathBuf};
 
-use candle_core::Device;
-use candle_transformers::models::bert::{Config as BertConfig, HiddenAct};
 use rayon::prelude::*;
 use tokenizers::Tokenizer;
 
@@ -90,6 +89,23 @@ impl std::fmt::Debug for MiniLmEmbedder {
     }
 }
 
+/// The fields of a BERT checkpoint's `config.json` (Hugging Face `BertConfig`) that decide
+/// whether it is all-MiniLM-L6-v2's architecture; the others are not read.
+#[derive(Debug, serde::Deserialize)]
+struct BertShape {
+    hidden_size: usize,
+    num_hidden_layers: usize,
+    num_attention_heads: usize,
+    intermediate_size: usize,
+    /// `gelu` in Hugging Face's default and in all-MiniLM-L6-v2's file.
+    #[serde(default = "gelu")]
+    hidden_act: String,
+}
+
+fn gelu() -> String {
+    "gelu".to_owned()
+}
+
 fn model_error(reason: impl std::fmt::Display) -> EngineError {
     EngineError::Embedder {
         model: MINILM_MODEL.to_owned(),
@@ -138,7 +154,7 @@ impl MiniLmEmbedder {
         }
         let fingerprint = format!("blake3:{}", hasher.finalize().to_hex());
 
-        let config: BertConfig = serde_json::from_slice(&config_json)
+        let config: BertShape = serde_json::from_slice(&config_json)
             .map_err(|e| model_error(format!("{}: {e}", dir.join("config.json").display())))?;
         if config.hidden_size != MINILM_DIM {
             return Err(model_error(format!(
@@ -147,12 +163,12 @@ impl MiniLmEmbedder {
                 config.hidden_size
             )));
         }
-        let expected = (6, 12, 1536, HiddenAct::Gelu);
+        let expected = (6, 12, 1536, "gelu");
         let found = (
             config.num_hidden_layers,
             config.num_attention_heads,
             config.intermediate_size,
-            config.hidden_act,
+            config.hidden_act.as_str(),
         );
         if (found.1, found.2, found.3) != (expected.1, expected.2, expected.3) {
             return Err(model_error(format!(
@@ -179,7 +195,7 @@ impl MiniLmEmbedder {
 
         let weights_error =
             |e: String| model_error(format!("{}: {e}", dir.join("model.safetensors").display()));
-        let tensors = candle_core::safetensors::load_buffer(&weights, &Device::Cpu)
+        let tensors = safetensors::SafeTensors::deserialize(&weights)
             .map_err(|e| weights_error(e.to_string()))?;
         let encoder = forward::Encoder::from_tensors(&tensors, config.num_hidden_layers)
             .map_err(weights_error)?;
@@ -358,7 +374,8 @@ mod tests {
     use super::*;
     use crate::embed::dot;
     use crate::embed::settings::model_path_from_env;
-    use candle_core::{DType, Tensor};
+    use candle_core::{DType, Device, Tensor};
+    use candle_transformers::models::bert::Config as BertConfig;
 
     /// candle-transformers' `BertModel`, the encoder this embedder ran before its own forward
     /// pass: the reference the new path is compared against.

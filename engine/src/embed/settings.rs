@@ -27,7 +27,7 @@ const MODEL_FOLDER: &str = "all-MiniLM-L6-v2";
 /// Which embedder family to use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Provider {
-    /// all-MiniLM-L6-v2 with candle (feature `minilm`).
+    /// all-MiniLM-L6-v2, our own forward pass (feature `minilm`).
     MiniLm,
     /// The built-in model-free [`HashEmbedder`].
     Hash,

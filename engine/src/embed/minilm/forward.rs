@@ -25,9 +25,7 @@
 // `#[target_feature]`; each `unsafe` block states why it is sound.
 #![allow(unsafe_code)]
 
-use std::collections::HashMap;
-
-use candle_core::Tensor;
+use safetensors::{Dtype, SafeTensors};
 
 /// Width of the hidden states.
 pub(super) const HIDDEN: usize = 384;
@@ -85,27 +83,31 @@ thread_local! {
     static SCRATCH: std::cell::RefCell<Scratch> = std::cell::RefCell::new(Scratch::default());
 }
 
-/// Reads the named tensor (with or without the `bert.` prefix some exports carry) as `f32`
-/// values, checking its shape.
-fn take(
-    tensors: &HashMap<String, Tensor>,
-    name: &str,
-    shape: &[usize],
-) -> Result<Vec<f32>, String> {
-    let t = tensors
-        .get(name)
-        .or_else(|| tensors.get(&format!("bert.{name}")))
-        .ok_or_else(|| format!("no tensor {name}"))?;
-    if t.dims() != shape {
+/// The named tensor, with or without the `bert.` prefix some exports carry.
+fn view<'a>(tensors: &SafeTensors<'a>, name: &str) -> Option<safetensors::tensor::TensorView<'a>> {
+    tensors
+        .tensor(name)
+        .or_else(|_| tensors.tensor(&format!("bert.{name}")))
+        .ok()
+}
+
+/// Reads the named tensor as `f32` values, checking its shape and that it is stored as
+/// little-endian `f32` (the published all-MiniLM-L6-v2 checkpoint is).
+fn take(tensors: &SafeTensors<'_>, name: &str, shape: &[usize]) -> Result<Vec<f32>, String> {
+    let t = view(tensors, name).ok_or_else(|| format!("no tensor {name}"))?;
+    if t.shape() != shape {
         return Err(format!(
             "{name} has shape {:?}, expected {shape:?}",
-            t.dims()
+            t.shape()
         ));
     }
-    t.to_dtype(candle_core::DType::F32)
-        .and_then(|t| t.flatten_all())
-        .and_then(|t| t.to_vec1::<f32>())
-        .map_err(|e| format!("{name}: {e}"))
+    if t.dtype() != Dtype::F32 {
+        return Err(format!("{name} is stored as {:?}, expected F32", t.dtype()));
+    }
+    Ok(t.data()
+        .chunks_exact(4)
+        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        .collect())
 }
 
 /// `(out, in)` row-major (PyTorch's `Linear.weight`) → `(in, out)` row-major.
@@ -124,19 +126,12 @@ impl Encoder {
     ///
     /// # Errors
     /// The name of a missing tensor or one of another shape than all-MiniLM-L6-v2's.
-    pub(super) fn from_tensors(
-        tensors: &HashMap<String, Tensor>,
-        layers: usize,
-    ) -> Result<Self, String> {
-        let word_shape = tensors
-            .get("embeddings.word_embeddings.weight")
-            .or_else(|| tensors.get("bert.embeddings.word_embeddings.weight"))
-            .map(|t| t.dims().to_vec())
+    pub(super) fn from_tensors(tensors: &SafeTensors<'_>, layers: usize) -> Result<Self, String> {
+        let word_shape = view(tensors, "embeddings.word_embeddings.weight")
+            .map(|t| t.shape().to_vec())
             .ok_or("no tensor embeddings.word_embeddings.weight")?;
-        let pos_shape = tensors
-            .get("embeddings.position_embeddings.weight")
-            .or_else(|| tensors.get("bert.embeddings.position_embeddings.weight"))
-            .map(|t| t.dims().to_vec())
+        let pos_shape = view(tensors, "embeddings.position_embeddings.weight")
+            .map(|t| t.shape().to_vec())
             .ok_or("no tensor embeddings.position_embeddings.weight")?;
         let (vocab, max_positions) = match (word_shape.as_slice(), pos_shape.as_slice()) {
             ([v, HIDDEN], [p, HIDDEN]) => (*v, *p),
