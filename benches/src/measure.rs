@@ -7,7 +7,17 @@ const USER_HZ: f64 = 100.0;
 
 /// CPU seconds (user + system, all threads) used by this process so far, or `None` off Linux.
 pub fn cpu_seconds() -> Option<f64> {
-    let stat = fs::read_to_string("/proc/self/stat").ok()?;
+    stat_cpu_seconds(&fs::read_to_string("/proc/self/stat").ok()?)
+}
+
+/// CPU seconds (user + system, all threads, dead ones included) of process `pid`, or `None`
+/// when it is gone or off Linux.
+pub fn cpu_seconds_of(pid: u32) -> Option<f64> {
+    stat_cpu_seconds(&fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)
+}
+
+/// User + system CPU seconds of a `/proc/<pid>/stat` line (proc(5)).
+fn stat_cpu_seconds(stat: &str) -> Option<f64> {
     // Fields after the command name, which is in parentheses and may contain spaces.
     let rest = &stat[stat.rfind(')')? + 2..];
     let fields: Vec<&str> = rest.split_whitespace().collect();
@@ -15,6 +25,14 @@ pub fn cpu_seconds() -> Option<f64> {
     let utime: f64 = fields.get(11)?.parse().ok()?;
     let stime: f64 = fields.get(12)?.parse().ok()?;
     Some((utime + stime) / USER_HZ)
+}
+
+/// The machine's 1-, 5- and 15-minute load averages as `/proc/loadavg` gives them
+/// (`"1.02 0.87 0.60"`), or `"unknown"` off Linux: every timing the benches print carries it.
+pub fn load_average() -> String {
+    fs::read_to_string("/proc/loadavg")
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|_| "unknown".into())
 }
 
 /// Peak resident set size of this process (`VmHWM`) in bytes, or `None` off Linux.

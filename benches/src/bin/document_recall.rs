@@ -27,6 +27,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use agrag_benches::common::workspace;
+use agrag_benches::measure::load_average;
 use agrag_benches::retrieval::{
     CachingEmbedder, EMBEDDERS, Ranks, candidates, embed_all, read_conclusions,
 };
@@ -78,12 +79,6 @@ fn timed<T>(f: impl FnOnce() -> T) -> (T, f64) {
     (r, t.elapsed().as_secs_f64())
 }
 
-fn load() -> String {
-    std::fs::read_to_string("/proc/loadavg")
-        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
-        .unwrap_or_else(|_| "unknown".into())
-}
-
 fn main() {
     let cli = Cli::parse();
     let documents = cli
@@ -121,7 +116,7 @@ fn main() {
         .iter()
         .map(|d| format!("{}\n{}", d.title, d.passages.join("\n")))
         .collect();
-    let load_before = load();
+    let load_before = load_average();
     let started = Instant::now();
     let mut lines = Vec::new();
     for c in &cands {
@@ -185,7 +180,7 @@ fn main() {
         "\nRecall of the source document among {} documents by its vector; {} threads; load average before {load_before}, after {}; {:.0} s in all\n",
         corpus.documents.len(),
         cli.threads,
-        load(),
+        load_average(),
         started.elapsed().as_secs_f64()
     );
     println!(

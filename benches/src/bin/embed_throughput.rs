@@ -28,6 +28,7 @@ use std::time::Instant;
 
 use clap::Parser;
 
+use agrag_benches::measure::load_average;
 use agrag_benches::retrieval::{EMBEDDERS, candidates, embed_all, percentile, timed_ms};
 use agrag_engine::embed::MiniLmEmbedder;
 use agrag_engine::embed::settings::model_path_from_env;
@@ -131,13 +132,6 @@ fn gemm_gflops(n: usize, threads: usize) -> f64 {
     seconds.remove(0);
     seconds.sort_by(f64::total_cmp);
     2.0 * (n as f64).powi(3) / seconds[seconds.len() / 2] / 1e9
-}
-
-/// The 1-, 5- and 15-minute load averages, as `/proc/loadavg` gives them (empty elsewhere).
-fn load_average() -> String {
-    std::fs::read_to_string("/proc/loadavg")
-        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
-        .unwrap_or_default()
 }
 
 fn main() {

@@ -56,6 +56,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use agrag_benches::common::workspace;
+use agrag_benches::measure::load_average;
 use agrag_benches::measure::{cpu_seconds, peak_rss_bytes, reset_peak_rss};
 use agrag_benches::nmi::{nmi, read_ground_truth};
 use agrag_pipeline::graph::{Graph, read_edge_list};
@@ -540,13 +541,6 @@ impl Row {
         let xs: Vec<f64> = self.runs.iter().filter_map(|r| r.nmi).collect();
         (!xs.is_empty()).then(|| stats(xs))
     }
-}
-
-/// The load averages over 1, 5 and 15 minutes, as `/proc/loadavg` gives them.
-fn load_average() -> String {
-    std::fs::read_to_string("/proc/loadavg")
-        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
-        .unwrap_or_else(|_| "unknown".into())
 }
 
 /// The default folder of the generated LFR graphs: `$XDG_CACHE_HOME/agrag/lfr`, else

@@ -36,6 +36,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use agrag_benches::common::workspace;
+use agrag_benches::measure::load_average;
 use agrag_benches::retrieval::{
     CachingEmbedder, Candidate, EMBEDDERS, Ranks, candidates, embed_all, percentile,
     read_conclusions, timed_ms,
@@ -106,12 +107,6 @@ struct EmbedderRow {
     recipes: Vec<RecipeRow>,
 }
 
-fn load() -> String {
-    std::fs::read_to_string("/proc/loadavg")
-        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
-        .unwrap_or_else(|_| "unknown".into())
-}
-
 #[allow(clippy::too_many_lines)]
 fn main() {
     let cli = Cli::parse();
@@ -161,7 +156,7 @@ fn main() {
             questions: read_conclusions(&conclusions, &corpus),
         },
     ];
-    let load_before = load();
+    let load_before = load_average();
     let started = std::time::Instant::now();
     let mut rows = Vec::new();
     for c in &cands {
@@ -177,7 +172,7 @@ fn main() {
             )
         }));
     }
-    let load_after = load();
+    let load_after = load_average();
 
     println!(
         "\nRecall of the source document: {} documents, {} passages; {threads} threads; load average before {load_before}, after {load_after}; {:.0} s in all\n",
@@ -315,7 +310,7 @@ fn measure(
     eprintln!(
         "{}: embedding every passage (the reference) [load {}]",
         c.name,
-        load()
+        load_average()
     );
     let mut owner = Vec::new();
     let mut texts = Vec::new();
@@ -352,7 +347,11 @@ fn measure(
     let mut out = Vec::new();
     for &recipe in recipes {
         let before = cached.misses();
-        eprintln!("{}: pipeline run with `{recipe}` [load {}]", c.name, load());
+        eprintln!(
+            "{}: pipeline run with `{recipe}` [load {}]",
+            c.name,
+            load_average()
+        );
         let root = tempfile::tempdir().expect("temp root");
         let cfg = RunConfig {
             root: root.path().to_owned(),
@@ -432,7 +431,7 @@ fn measure(
             c.name,
             row.ranks[0].recall(5),
             row.ranks.get(1).map_or(0.0, |x| x.recall(5)),
-            load()
+            load_average()
         );
         out.push(row);
     }

@@ -21,9 +21,6 @@ use std::process::{Command, ExitStatus, Stdio};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-/// Clock ticks per second of `/proc/<pid>/stat` (`USER_HZ`, 100 on every mainstream Linux).
-const USER_HZ: f64 = 100.0;
-
 /// Limits and sampling of [`run_watched`].
 #[derive(Debug, Clone)]
 pub struct WatchConfig {
@@ -111,14 +108,7 @@ fn kib_field(text: &str, key: &str) -> Option<u64> {
 
 /// CPU seconds (user + system, all threads, dead ones included) of process `pid`.
 pub fn proc_cpu_seconds(pid: u32) -> Option<f64> {
-    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // Fields after the command name, which is in parentheses and may contain spaces.
-    let rest = &stat[stat.rfind(')')? + 2..];
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    // utime and stime are fields 14 and 15 of proc(5)'s stat, 11 and 12 after name and state.
-    let utime: f64 = fields.get(11)?.parse().ok()?;
-    let stime: f64 = fields.get(12)?.parse().ok()?;
-    Some((utime + stime) / USER_HZ)
+    crate::measure::cpu_seconds_of(pid)
 }
 
 /// The machine's `MemAvailable` in bytes.
