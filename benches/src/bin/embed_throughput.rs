@@ -24,10 +24,10 @@
 //! after the other, on a 2-thread pool after 10 warm-up queries; p50 and p99 in ms.
 
 use std::path::{Path, PathBuf};
-use std::time::Instant;
 
 use clap::Parser;
 
+use agrag_benches::common::gemm_rate::gemm_f32_gflops;
 use agrag_benches::measure::load_average;
 use agrag_benches::retrieval::{EMBEDDERS, candidates, embed_all, percentile, timed_ms};
 use agrag_engine::embed::MiniLmEmbedder;
@@ -70,69 +70,6 @@ struct Cli {
 /// Dense multiply-adds of all-MiniLM-L6-v2 per word piece, ×2 flops: 6 layers of the Q, K, V
 /// and output projections (4 · 384²) and the feed-forward pair (2 · 384 · 1536).
 const MINILM_FLOP_PER_PIECE: f64 = 2.0 * 6.0 * (4.0 * 384.0 * 384.0 + 2.0 * 384.0 * 1536.0);
-
-/// Median GFLOP/s of `C = A·B`, `n × n` f32, through `gemm` on a pool of `threads` threads
-/// (one warm-up product, then the median of 5).
-fn gemm_gflops(n: usize, threads: usize) -> f64 {
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(threads)
-        .build()
-        .expect("thread pool");
-    // Deterministic values without zeros or denormals.
-    let values = |k: usize| -> Vec<f32> {
-        (0..n * n)
-            .map(|i| ((i * 7 + k * 13) % 97) as f32 / 97.0 - 0.5)
-            .collect()
-    };
-    let (a, b) = (values(1), values(2));
-    let mut c = vec![0.0f32; n * n];
-    let parallelism = if threads > 1 {
-        gemm::Parallelism::Rayon(threads)
-    } else {
-        gemm::Parallelism::None
-    };
-    let mut seconds: Vec<f64> = pool.install(|| {
-        (0..6)
-            .map(|_| {
-                let t = Instant::now();
-                // SAFETY: a, b and c are n × n row-major (row stride n, column stride 1) and c
-                // is a distinct, exclusively borrowed buffer.
-                #[allow(unsafe_code)]
-                unsafe {
-                    gemm::gemm(
-                        n,
-                        n,
-                        n,
-                        c.as_mut_ptr(),
-                        1,
-                        n as isize,
-                        false,
-                        a.as_ptr(),
-                        1,
-                        n as isize,
-                        b.as_ptr(),
-                        1,
-                        n as isize,
-                        0.0,
-                        1.0,
-                        false,
-                        false,
-                        false,
-                        parallelism,
-                    );
-                }
-                t.elapsed().as_secs_f64()
-            })
-            .collect()
-    });
-    assert!(
-        c.iter().all(|x| x.is_finite()),
-        "gemm produced non-finite values"
-    );
-    seconds.remove(0);
-    seconds.sort_by(f64::total_cmp);
-    2.0 * (n as f64).powi(3) / seconds[seconds.len() / 2] / 1e9
-}
 
 fn main() {
     let cli = Cli::parse();
@@ -189,7 +126,7 @@ fn main() {
     let gemm: Vec<(usize, f64)> = threads
         .iter()
         .map(|&t| {
-            let g = gemm_gflops(n, t);
+            let g = gemm_f32_gflops(n, t, 5).expect("GEMM rate").median_gflops;
             println!("| {n}×{n}·{n}×{n} | {t} | {g:.1} | {} |", load_average());
             (t, g)
         })

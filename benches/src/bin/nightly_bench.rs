@@ -18,12 +18,13 @@
 //! fails, or that the watchdog kills (RSS over `--rss-limit-gb`, or the machine's available
 //! memory under `--min-available-gb`), is a row saying so with what was measured.
 //!
-//! MiniLM: documents and supporting passages embedded per second, and the achieved GFLOP/s of
-//! the document embeddings at 21 MFLOP per word piece (all-MiniLM-L6-v2: 6 layers of
+//! MiniLM: documents and passages embedded per second, and the achieved GFLOP/s of the document
+//! embeddings (the `embed_passages` and `embed_documents` phases: every passage and every
+//! title) at 21 MFLOP per word piece (all-MiniLM-L6-v2: 6 layers of
 //! 4·384² + 2·384·1536 multiply-adds per token, ≈ 2 · 10.6 M flops; attention's `n²` term is
 //! left out, so this understates the work of long windows), the word pieces counted with the
 //! model's tokenizer as the embedder cuts them into windows of 256. Next to it, the machine's
-//! f32 GEMM rate (2048², `--threads` threads, through candle's matmul, which MiniLM runs on),
+//! f32 GEMM rate (2048², `--threads` threads, through the `gemm` crate MiniLM runs on),
 //! measured before the first run and after the last.
 //!
 //! Targets (the issue of the nightly job at a million documents): 10⁶ documents with the
@@ -297,17 +298,19 @@ fn pieces_processed(num_tokens: usize) -> u64 {
 fn minilm_figures(corpus: &Path, r: &RunResult) -> anyhow::Result<MiniLmFigures> {
     let model = MiniLmEmbedder::load(&model_path_from_env()).context("loading MiniLM")?;
     let docs = read_jsonl(corpus).context("reading the corpus back")?;
+    // What the pipeline embeds for documents: each title and each passage (a document's vector
+    // is the sum of theirs); the passages are shared with the community vectors.
     let mut word_pieces = 0u64;
     for d in &docs.documents {
-        // The text the pipeline embedded for a document up to 6edf8e7 (title, then its
-        // passages). Since 48cb041 a document vector is the sum of its title's and passages'
-        // vectors, so embed_documents embeds titles only and this count overstates its work.
-        let text = format!("{}\n{}", d.title, d.passages.join("\n"));
-        word_pieces += pieces_processed(model.num_tokens(&text).context("tokenizing")?);
+        for text in std::iter::once(&d.title).chain(&d.passages) {
+            word_pieces += pieces_processed(model.num_tokens(text).context("tokenizing")?);
+        }
     }
     let docs_s = r
         .phase_seconds("embed_documents")
-        .context("no embed_documents phase")?;
+        .context("no embed_documents phase")?
+        + r.phase_seconds("embed_passages")
+            .context("no embed_passages phase")?;
     let passages_per_second = r.watched.as_ref().and_then(|w| {
         // The phase's closing message starts with the number of passages it embedded.
         let i = w
@@ -658,7 +661,7 @@ fn print_minilm(runs: &[RunResult], gemm: &[GemmRate]) {
     for r in runs.iter().filter(|r| r.embedder == "minilm") {
         let Some(m) = &r.minilm else { continue };
         println!(
-            "\nMiniLM at {} documents: {} word pieces in the document texts ({:.0} per document), documents {:.1}/s, supporting passages {}/s, document embedding {:.1} GFLOP/s at 21 MFLOP per word piece",
+            "\nMiniLM at {} documents: {} word pieces in the titles and passages ({:.0} per document), documents {:.1}/s, passages {}/s, document embedding {:.1} GFLOP/s at 21 MFLOP per word piece",
             r.documents,
             m.word_pieces,
             m.word_pieces as f64 / r.documents as f64,
