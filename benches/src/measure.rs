@@ -52,8 +52,12 @@ pub fn reset_peak_rss() -> bool {
 }
 
 fn status_kib(key: &str) -> Option<u64> {
-    let status = fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with(key))?;
+    kib_field(&fs::read_to_string("/proc/self/status").ok()?, key)
+}
+
+/// The value in kB of the line starting with `key` (`"VmHWM:"`) of a `/proc/<pid>/status` text.
+pub fn kib_field(text: &str, key: &str) -> Option<u64> {
+    let line = text.lines().find(|l| l.starts_with(key))?;
     line[key.len()..]
         .trim()
         .trim_end_matches("kB")

@@ -189,6 +189,17 @@ impl Ranks {
     }
 }
 
+/// The default conclusions file: `../shared/data/pubmedqa/conclusions.jsonl` beside the
+/// workspace, else `/work/shared/data/pubmedqa/conclusions.jsonl`.
+pub fn default_conclusions() -> std::path::PathBuf {
+    crate::common::workspace()
+        .join("../shared/data/pubmedqa/conclusions.jsonl")
+        .canonicalize()
+        .unwrap_or_else(|_| {
+            std::path::PathBuf::from("/work/shared/data/pubmedqa/conclusions.jsonl")
+        })
+}
+
 /// The conclusion questions of `path` (JSON lines of `{"document_key", "query"}`, PubMedQA's
 /// `LONG_ANSWER` of each abstract) paired with the index of their document in `corpus`; lines
 /// whose document is not in the corpus, or whose query is empty, are left out.

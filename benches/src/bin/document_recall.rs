@@ -29,7 +29,7 @@ use std::time::Instant;
 use agrag_benches::common::workspace;
 use agrag_benches::measure::load_average;
 use agrag_benches::retrieval::{
-    CachingEmbedder, EMBEDDERS, Ranks, candidates, embed_all, read_conclusions,
+    CachingEmbedder, EMBEDDERS, Ranks, candidates, default_conclusions, embed_all, read_conclusions,
 };
 use agrag_engine::embed::{Embedder, dot};
 use agrag_pipeline::embed::document_vector;
@@ -85,12 +85,7 @@ fn main() {
         .documents
         .clone()
         .unwrap_or_else(|| workspace().join("data/pubmedqa/documents.jsonl"));
-    let conclusions = cli.conclusions.clone().unwrap_or_else(|| {
-        workspace()
-            .join("../shared/data/pubmedqa/conclusions.jsonl")
-            .canonicalize()
-            .unwrap_or_else(|_| PathBuf::from("/work/shared/data/pubmedqa/conclusions.jsonl"))
-    });
+    let conclusions = cli.conclusions.clone().unwrap_or_else(default_conclusions);
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(usize::from(cli.threads))
         .build()

@@ -38,8 +38,8 @@ use std::sync::Arc;
 use agrag_benches::common::workspace;
 use agrag_benches::measure::load_average;
 use agrag_benches::retrieval::{
-    CachingEmbedder, Candidate, EMBEDDERS, Ranks, candidates, embed_all, percentile,
-    read_conclusions, timed_ms,
+    CachingEmbedder, Candidate, EMBEDDERS, Ranks, candidates, default_conclusions, embed_all,
+    percentile, read_conclusions, timed_ms,
 };
 use agrag_engine::embed::dot;
 use agrag_engine::query::theme::Status;
@@ -116,12 +116,7 @@ fn main() {
         .documents
         .clone()
         .unwrap_or_else(|| workspace().join("data/pubmedqa/documents.jsonl"));
-    let conclusions = cli.conclusions.clone().unwrap_or_else(|| {
-        workspace()
-            .join("../shared/data/pubmedqa/conclusions.jsonl")
-            .canonicalize()
-            .unwrap_or_else(|_| PathBuf::from("/work/shared/data/pubmedqa/conclusions.jsonl"))
-    });
+    let conclusions = cli.conclusions.clone().unwrap_or_else(default_conclusions);
     let vocabulary = cli
         .vocabulary
         .clone()

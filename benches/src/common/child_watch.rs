@@ -93,17 +93,7 @@ struct State {
 
 fn proc_status_kib(pid: u32, key: &str) -> Option<u64> {
     let status = fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    kib_field(&status, key)
-}
-
-fn kib_field(text: &str, key: &str) -> Option<u64> {
-    let line = text.lines().find(|l| l.starts_with(key))?;
-    line[key.len()..]
-        .trim()
-        .trim_end_matches("kB")
-        .trim()
-        .parse()
-        .ok()
+    crate::measure::kib_field(&status, key)
 }
 
 /// CPU seconds (user + system, all threads, dead ones included) of process `pid`.
@@ -114,7 +104,7 @@ pub fn proc_cpu_seconds(pid: u32) -> Option<f64> {
 /// The machine's `MemAvailable` in bytes.
 pub fn mem_available_bytes() -> Option<u64> {
     let info = fs::read_to_string("/proc/meminfo").ok()?;
-    kib_field(&info, "MemAvailable:").map(|k| k * 1024)
+    crate::measure::kib_field(&info, "MemAvailable:").map(|k| k * 1024)
 }
 
 impl State {
