@@ -24,6 +24,8 @@ use rayon::prelude::*;
 
 use crate::embed::dot;
 
+mod int8;
+
 /// Fewest rows for which a run gets an IVF index. Below it, an exact scan is already cheap
 /// (8,192 × 384 floats = 12.6 MB, about a millisecond).
 pub const MIN_ROWS: usize = 8192;
@@ -239,24 +241,6 @@ pub fn quantize(x: &[f32]) -> (f32, Vec<i8>) {
         .map(|v| (v / scale).round().clamp(-127.0, 127.0) as i8)
         .collect();
     (scale, codes)
-}
-
-/// Integer dot product of two int8 vectors (exact; at most 127² × len in magnitude).
-#[inline]
-fn dot_i8(a: &[i8], b: &[i8]) -> i32 {
-    let mut acc = [0i32; 16];
-    let (ca, cb) = (a.chunks_exact(16), b.chunks_exact(16));
-    let (ra, rb) = (ca.remainder(), cb.remainder());
-    for (x, y) in ca.zip(cb) {
-        for k in 0..16 {
-            acc[k] += i32::from(x[k]) * i32::from(y[k]);
-        }
-    }
-    let mut s: i32 = acc.iter().sum();
-    for (x, y) in ra.iter().zip(rb) {
-        s += i32::from(*x) * i32::from(*y);
-    }
-    s
 }
 
 /// A loaded IVF index: unit centroids and, per cell, its rows (ascending) with int8 codes of
@@ -526,10 +510,13 @@ impl IvfIndex {
                 self.offsets[c as usize] as usize,
                 self.offsets[c as usize + 1] as usize,
             );
-            let codes = &self.codes[a * dim..b * dim];
-            for (e, code) in (a..b).zip(codes.chunks_exact(dim)) {
-                scored.push((self.scales[e] * dot_i8(&q8, code) as f32, e as u32));
-            }
+            int8::score_codes(
+                &q8,
+                &self.codes[a * dim..b * dim],
+                &self.scales[a..b],
+                a as u32,
+                &mut scored,
+            );
         }
         let rows_scored = scored.len();
         let keep = k.saturating_mul(probe.rerank.max(1)).max(k);
@@ -774,6 +761,5 @@ mod tests {
             assert!((v - s * f32::from(*q)).abs() <= s / 2.0 + 1e-7);
         }
         assert_eq!(quantize(&[0.0, 0.0]), (0.0, vec![0, 0]));
-        assert_eq!(dot_i8(&[1; 20], &[-2; 20]), -40);
     }
 }
