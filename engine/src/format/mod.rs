@@ -22,7 +22,9 @@ use std::path::Path;
 
 pub use layout::{Layout, new_run_id};
 pub use manifest::{FileEntry, Manifest};
-pub use tables::{RunData, write_run};
+pub use tables::{
+    RunColumns, RunData, RunLookups, passage_id, push_passage_id, write_run, write_run_columns,
+};
 pub use writer::RunWriter;
 
 use crate::error::{EngineError, Result};

@@ -191,65 +191,260 @@ fn list_of_strings<'s, I: IntoIterator<Item = &'s str>>(
     Arc::new(b.finish())
 }
 
-fn embedding_batch(
-    schema: arrow_schema::SchemaRef,
-    first: ArrayRef,
-    values: &[f32],
-    dim: usize,
-) -> Result<RecordBatch> {
-    let list = FixedSizeListArray::try_new(
-        report_embeddings::item_field(),
-        i32::try_from(dim).map_err(|_| EngineError::Internal("embedding dim too large".into()))?,
-        Arc::new(Float32Array::from(values.to_vec())),
-        None,
-    )
-    .map_err(arrow_err)?;
-    batch(schema, vec![first, Arc::new(list)])
+/// Rows per record batch when a table is built from its integer columns: each batch is built,
+/// handed to the Parquet writer and dropped, so a table's Arrow form is never whole in memory.
+pub const BATCH_ROWS: usize = 64 * 1024;
+
+/// The record batches of a table of `rows` rows, [`BATCH_ROWS`] at a time, each built by
+/// `columns` from its range of rows.
+fn chunked<'f>(
+    schema: &arrow_schema::SchemaRef,
+    rows: usize,
+    mut columns: impl FnMut(std::ops::Range<usize>) -> Result<Vec<ArrayRef>> + 'f,
+) -> impl Iterator<Item = Result<RecordBatch>> + 'f {
+    let schema = schema.clone();
+    (0..rows.div_ceil(BATCH_ROWS)).map(move |i| {
+        let range = i * BATCH_ROWS..((i + 1) * BATCH_ROWS).min(rows);
+        batch(schema.clone(), columns(range)?)
+    })
 }
 
-/// Writes `concept_postings.arrow` from the sorted, deduplicated `(node_field, document_key,
-/// concept_id)` rows (see [`concept_postings`]).
+/// The strings behind a run's integer rows, by index: documents (sorted by unique key),
+/// passages (grouped by document, in position order) and vocabulary concepts. The streaming
+/// writer [`write_run_columns`] reads every string column through it, a batch at a time, so
+/// the caller keeps one copy of each string (its own) and the writer formats passage ids on
+/// the fly with [`passage_id`].
+pub trait RunLookups {
+    /// Number of documents.
+    fn num_documents(&self) -> usize;
+    /// Document `d`'s row of `documents.parquet`. Keys are unique and ascend with `d`.
+    fn document(&self, d: u32) -> DocumentFields<'_>;
+    /// Number of passages (rows of `passages.parquet`).
+    fn num_passages(&self) -> usize;
+    /// Passage row `p`: `(document, position, text)`. Rows ascend by (document, position).
+    fn passage(&self, p: u32) -> (u32, u32, &str);
+    /// The id of concept `c` (any index the run's rows use).
+    fn concept_id(&self, c: u32) -> &str;
+    /// The preferred term of concept `c` (asked only for the rows of `concepts.parquet`).
+    fn preferred_term(&self, c: u32) -> &str;
+    /// The entry terms of concept `c` (asked only for the rows of `concepts.parquet`).
+    fn synonyms(&self, c: u32) -> &[String];
+}
+
+/// One document's fields, borrowed (see [`RunLookups::document`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DocumentFields<'a> {
+    /// Unique key.
+    pub key: &'a str,
+    /// Title.
+    pub title: &'a str,
+    /// Publication year.
+    pub year: Option<i32>,
+    /// The `num_passages` column.
+    pub num_passages: u32,
+    /// At least one concept in the `concept` node field.
+    pub linked: bool,
+}
+
+/// The stable id of passage `position` of document `key`: `<key>#<position>`. The one rule by
+/// which passage ids are made, on both sides of the contract.
+pub fn passage_id(key: &str, position: u32) -> String {
+    let mut s = String::with_capacity(key.len() + 6);
+    push_passage_id(&mut s, key, position);
+    s
+}
+
+/// Appends [`passage_id`]`(key, position)` to `out`.
+pub fn push_passage_id(out: &mut String, key: &str, position: u32) {
+    use std::fmt::Write as _;
+    out.push_str(key);
+    out.push('#');
+    let _ = write!(out, "{position}");
+}
+
+/// Compares the passage ids of `(key_a, position_a)` and `(key_b, position_b)` byte by byte,
+/// as the strings would compare, without making them.
+fn cmp_passage_ids(key_a: &str, pos_a: u32, key_b: &str, pos_b: u32) -> std::cmp::Ordering {
+    fn digits(mut n: u32, buf: &mut [u8; 10]) -> &[u8] {
+        let mut i = buf.len();
+        loop {
+            i -= 1;
+            buf[i] = b'0' + (n % 10) as u8;
+            n /= 10;
+            if n == 0 {
+                return &buf[i..];
+            }
+        }
+    }
+    let (mut da, mut db) = ([0u8; 10], [0u8; 10]);
+    let a = key_a.bytes().chain(std::iter::once(b'#'));
+    let b = key_b.bytes().chain(std::iter::once(b'#'));
+    a.chain(digits(pos_a, &mut da).iter().copied())
+        .cmp(b.chain(digits(pos_b, &mut db).iter().copied()))
+}
+
+/// The rank of each passage row's id in string order (equal ids, equal ranks): sorting rows
+/// by it sorts them by passage id as the contract's tables are sorted.
+fn passage_ranks(lookups: &dyn RunLookups) -> Vec<u32> {
+    let n = lookups.num_passages();
+    let key = |p: u32| {
+        let (d, pos, _) = lookups.passage(p);
+        (d, lookups.document(d).key, pos)
+    };
+    let mut order: Vec<u32> = (0..n as u32).collect();
+    order.sort_by(|&a, &b| {
+        let ((da, ka, pa), (db, kb, pb)) = (key(a), key(b));
+        // Keys ascend with the document, so unless one key is a prefix of the other (where
+        // `#` and the position decide) the documents' order is the ids' order.
+        if da == db {
+            cmp_passage_ids("", pa, "", pb)
+        } else if !ka.starts_with(kb) && !kb.starts_with(ka) {
+            da.cmp(&db)
+        } else {
+            cmp_passage_ids(ka, pa, kb, pb)
+        }
+    });
+    dense_ranks(&order, |a, b| key(a) == key(b), n)
+}
+
+/// Ranks of `0..n` given their sorted `order`, equal neighbours (by `same`) sharing a rank.
+fn dense_ranks(order: &[u32], same: impl Fn(u32, u32) -> bool, n: usize) -> Vec<u32> {
+    let mut ranks = vec![0u32; n];
+    let mut rank = 0u32;
+    for (i, &x) in order.iter().enumerate() {
+        if i > 0 && !same(order[i - 1], x) {
+            rank += 1;
+        }
+        ranks[x as usize] = rank;
+    }
+    ranks
+}
+
+/// The rank of each concept index below `n` in concept-id order (equal ids, equal ranks).
+fn concept_ranks(lookups: &dyn RunLookups, n: usize) -> Vec<u32> {
+    let mut order: Vec<u32> = (0..n as u32).collect();
+    order.sort_by(|&a, &b| lookups.concept_id(a).cmp(lookups.concept_id(b)));
+    dense_ranks(
+        &order,
+        |a, b| lookups.concept_id(a) == lookups.concept_id(b),
+        n,
+    )
+}
+
+/// The report (community) vectors of a run, row-major.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ReportVectors {
+    /// `rows × dim` values.
+    pub values: Vec<f32>,
+    /// The community of each row, non-decreasing, every community at least once. Empty: one
+    /// row per community, in community order.
+    pub communities: Vec<u32>,
+}
+
+/// Every row of a run as integer columns over [`RunLookups`], the form the pipeline hands
+/// [`write_run_columns`]: documents, passages and concepts are indices, and the strings they
+/// stand for are read through the lookups only while a batch of rows is built. Rows may come
+/// in any order unless stated; the writer sorts them as [`schema`](super::schema) says.
+pub struct RunColumns<'a> {
+    /// Documents, passages and concepts.
+    pub lookups: &'a dyn RunLookups,
+    /// The concepts of `concepts.parquet` (any order; written sorted by id).
+    pub concepts: Vec<u32>,
+    /// Vocabulary edges `(child, parent, relation)` (written sorted by ids, deduplicated).
+    pub concept_edges: Vec<(u32, u32, &'a str)>,
+    /// `(node_field, document, concept)` (written sorted, deduplicated).
+    pub document_concepts: Vec<(&'a str, u32, u32)>,
+    /// `(document, concept, way, passage row)` of the `concept` node field, `None` for a way
+    /// through the title alone (written sorted, deduplicated). See [`concept_evidence`].
+    pub concept_evidence: Vec<(u32, u32, u32, Option<u32>)>,
+    /// Entities; entity id = index.
+    pub entities: Vec<EntityRow>,
+    /// `(entity, passage row, occurrences)` (written sorted by entity, passage id).
+    pub mentions: Vec<(u32, u32, u32)>,
+    /// Edges `(source, target, weight)` with `source < target`, sorted.
+    pub relationships: &'a [(u32, u32, f64)],
+    /// Communities; id = index.
+    pub communities: Vec<CommunityRow>,
+    /// Membership rows, sorted by level then entity.
+    pub membership: Vec<MembershipRow>,
+    /// One report per community.
+    pub reports: Vec<ReportRow>,
+    /// `(community, passage row)`: the passages each report quotes (written sorted,
+    /// deduplicated). See [`report_sources`].
+    pub report_sources: Vec<(u32, u32)>,
+    /// Report embeddings (see [`report_embeddings`]).
+    pub report_embeddings: ReportVectors,
+    /// Document embeddings, row-major, `documents × dim` (same embedder).
+    pub document_embeddings: Vec<f32>,
+}
+
+impl std::fmt::Debug for RunColumns<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunColumns")
+            .field("documents", &self.lookups.num_documents())
+            .field("passages", &self.lookups.num_passages())
+            .field("concepts", &self.concepts.len())
+            .field("document_concepts", &self.document_concepts.len())
+            .field("concept_evidence", &self.concept_evidence.len())
+            .field("entities", &self.entities.len())
+            .field("mentions", &self.mentions.len())
+            .field("communities", &self.communities.len())
+            .finish_non_exhaustive()
+    }
+}
+
+fn inconsistent(what: String) -> EngineError {
+    EngineError::Internal(format!("inconsistent run data: {what}"))
+}
+
+/// A `FixedSizeList<Float32, dim>` over `values` (taken, not copied).
+fn vector_array(values: Vec<f32>, dim: usize) -> Result<FixedSizeListArray> {
+    FixedSizeListArray::try_new(
+        report_embeddings::item_field(),
+        i32::try_from(dim).map_err(|_| EngineError::Internal("embedding dim too large".into()))?,
+        Arc::new(Float32Array::new(values.into(), None)),
+        None,
+    )
+    .map_err(arrow_err)
+}
+
+/// Writes `concept_postings.arrow` from the sorted, deduplicated `(node_field, document,
+/// concept)` rows (see [`concept_postings`]); `rank` orders concepts by id.
 fn write_concept_postings(
     w: &mut RunWriter,
-    docs: &[DocumentRow],
-    rows: &[&(String, String, String)],
+    lookups: &dyn RunLookups,
+    rows: &[(&str, u32, u32)],
+    rank: &[u32],
 ) -> Result<()> {
-    let doc_index = |key: &str| {
-        docs.binary_search_by(|d| d.key.as_str().cmp(key))
-            .map(|i| i as u32)
-            .map_err(|_| {
-                EngineError::Internal(format!(
-                    "inconsistent run data: document_concepts names document {key:?}, not in documents"
-                ))
-            })
-    };
     // (field, concept or None for "all linked") → ascending document rows. Rows are sorted by
     // (field, document, concept), so each field's rows are contiguous and documents ascend.
     type Set<'a> = ((&'a str, Option<&'a str>), Vec<u32>);
     let mut sets: Vec<Set<'_>> = Vec::new();
     let mut start = 0;
     while start < rows.len() {
-        let field = rows[start].0.as_str();
+        let field = rows[start].0;
         let end = start + rows[start..].partition_point(|r| r.0 == field);
         let mut all: Vec<u32> = Vec::new();
-        let mut per_concept: HashMap<&str, Vec<u32>> = HashMap::new();
-        let mut last: Option<(&str, u32)> = None;
+        // concept rank → (a concept of that id, its documents)
+        let mut per_concept: HashMap<u32, (u32, Vec<u32>)> = HashMap::new();
         for r in &rows[start..end] {
-            let d = match last {
-                Some((k, d)) if k == r.1 => d,
-                _ => {
-                    let d = doc_index(&r.1)?;
-                    last = Some((r.1.as_str(), d));
-                    all.push(d);
-                    d
-                }
-            };
-            per_concept.entry(r.2.as_str()).or_default().push(d);
+            if all.last() != Some(&r.1) {
+                all.push(r.1);
+            }
+            per_concept
+                .entry(rank[r.2 as usize])
+                .or_insert_with(|| (r.2, Vec::new()))
+                .1
+                .push(r.1);
         }
-        let mut concepts: Vec<(&str, Vec<u32>)> = per_concept.into_iter().collect();
-        concepts.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        let mut concepts: Vec<(u32, (u32, Vec<u32>))> = per_concept.into_iter().collect();
+        concepts.sort_unstable_by_key(|a| a.0);
         sets.push(((field, None), all));
-        sets.extend(concepts.into_iter().map(|(c, d)| ((field, Some(c)), d)));
+        sets.extend(
+            concepts
+                .into_iter()
+                .map(|(_, (c, docs))| ((field, Some(lookups.concept_id(c))), docs)),
+        );
         start = end;
     }
     let mut blobs = Vec::with_capacity(sets.len());
@@ -276,241 +471,331 @@ fn write_concept_postings(
 }
 
 /// Checks the invariants the readers rely on.
-fn check(data: &RunData, dim: usize) -> Result<()> {
-    let bad = |what: String| {
-        Err(EngineError::Internal(format!(
-            "inconsistent run data: {what}"
-        )))
-    };
-    if data.documents.windows(2).any(|w| w[0].key >= w[1].key) {
-        return bad("documents are not sorted by unique key".into());
-    }
-    if data
-        .passages
-        .windows(2)
-        .any(|w| (&w[0].document_key, w[0].position) >= (&w[1].document_key, w[1].position))
-    {
-        return bad("passages are not sorted by (document_key, position)".into());
-    }
-    let n = data.communities.len();
-    let vectors = if data.report_embedding_communities.is_empty() {
-        n
-    } else {
-        data.report_embedding_communities.len()
-    };
-    if data.reports.len() != n || data.report_embeddings.len() != vectors * dim {
-        return bad(format!(
-            "{n} communities, {} reports, {} report embedding values for {vectors} vectors (dim {dim})",
-            data.reports.len(),
-            data.report_embeddings.len()
+fn check(cols: &RunColumns<'_>, dim: usize) -> Result<()> {
+    let l = cols.lookups;
+    let nd = l.num_documents();
+    if (1..nd as u32).any(|d| l.document(d - 1).key >= l.document(d).key) {
+        return Err(inconsistent(
+            "documents are not sorted by unique key".into(),
         ));
     }
-    if !data.report_embedding_communities.is_empty() {
-        let cs = &data.report_embedding_communities;
-        let mut expected = 0u32;
-        for &c in cs {
-            if c == expected {
-                expected += 1;
-            } else if c + 1 != expected {
-                return bad(format!(
-                    "report embedding communities are not 0, 1, 2, … each one or more times (found {c} after {})",
-                    expected.wrapping_sub(1)
+    let np = l.num_passages();
+    for p in 0..np as u32 {
+        let (d, pos, _) = l.passage(p);
+        if d as usize >= nd {
+            return Err(inconsistent(format!("passage {p} names document {d}")));
+        }
+        if p > 0 {
+            let (d0, pos0, _) = l.passage(p - 1);
+            if (d0, pos0) >= (d, pos) {
+                return Err(inconsistent(
+                    "passages are not sorted by (document_key, position)".into(),
                 ));
             }
         }
-        if expected as usize != n {
-            return bad(format!(
-                "report embeddings cover {expected} of {n} communities"
-            ));
-        }
     }
-    if data.document_embeddings.len() != data.documents.len() * dim {
-        return bad(format!(
-            "{} documents, {} document embedding values (dim {dim})",
-            data.documents.len(),
-            data.document_embeddings.len()
+    let passage_out = |p: u32| p as usize >= np;
+    if cols.mentions.iter().any(|m| passage_out(m.1))
+        || cols.report_sources.iter().any(|r| passage_out(r.1))
+        || cols
+            .concept_evidence
+            .iter()
+            .any(|e| e.0 as usize >= nd || e.3.is_some_and(passage_out))
+        || cols.document_concepts.iter().any(|r| r.1 as usize >= nd)
+    {
+        return Err(inconsistent(
+            "a row names a document or passage out of range".into(),
         ));
     }
-    if data
-        .report_embeddings
+    let n = cols.communities.len();
+    let re = &cols.report_embeddings;
+    let vectors = if re.communities.is_empty() {
+        n
+    } else {
+        re.communities.len()
+    };
+    if cols.reports.len() != n || re.values.len() != vectors * dim {
+        return Err(inconsistent(format!(
+            "{n} communities, {} reports, {} report embedding values for {vectors} vectors (dim {dim})",
+            cols.reports.len(),
+            re.values.len()
+        )));
+    }
+    if !re.communities.is_empty() {
+        let mut expected = 0u32;
+        for &c in &re.communities {
+            if c == expected {
+                expected += 1;
+            } else if c + 1 != expected {
+                return Err(inconsistent(format!(
+                    "report embedding communities are not 0, 1, 2, … each one or more times (found {c} after {})",
+                    expected.wrapping_sub(1)
+                )));
+            }
+        }
+        if expected as usize != n {
+            return Err(inconsistent(format!(
+                "report embeddings cover {expected} of {n} communities"
+            )));
+        }
+    }
+    if cols.document_embeddings.len() != nd * dim {
+        return Err(inconsistent(format!(
+            "{nd} documents, {} document embedding values (dim {dim})",
+            cols.document_embeddings.len()
+        )));
+    }
+    if re
+        .values
         .iter()
-        .chain(&data.document_embeddings)
+        .chain(&cols.document_embeddings)
         .any(|x| !x.is_finite())
     {
-        return bad("an embedding holds a NaN or infinite value".into());
+        return Err(inconsistent(
+            "an embedding holds a NaN or infinite value".into(),
+        ));
     }
     Ok(())
 }
 
-/// Writes every table of `data` as run `run_id` under `layout` and completes the run folder
+/// Writes every table of `cols` as run `run_id` under `layout` and completes the run folder
 /// (`runs/<run_id>/`). It is served once [`Layout::write_latest`] names it. On error the
 /// staging folder is removed.
 ///
+/// Each table is sorted as [`schema`](super::schema) says (by the strings the integers stand
+/// for, passage ids compared as [`passage_id`] makes them) and streamed into its Parquet file
+/// [`BATCH_ROWS`] rows at a time: besides the caller's columns, the writer holds one batch of
+/// a table, a `u32` rank per passage and per concept, and the Parquet writer's row group. The
+/// vectors are taken: each embedding table's Arrow array is made over the given `Vec<f32>`
+/// without a copy and feeds its Parquet file, its Arrow IPC file and the IVF build.
+///
 /// # Errors
-/// [`EngineError::Internal`] for data that breaks the invariants listed on [`RunData`] or a
-/// wrong embedding length; [`EngineError::Io`] / [`EngineError::Parquet`] on write failures.
+/// [`EngineError::Internal`] for columns that break the invariants listed on [`RunColumns`]
+/// and [`RunLookups`] or a wrong embedding length; [`EngineError::Io`] /
+/// [`EngineError::Parquet`] on write failures.
 #[allow(clippy::too_many_lines)]
-pub fn write_run(
+pub fn write_run_columns<'a>(
     layout: &Layout,
     run_id: &str,
-    data: &RunData,
+    cols: RunColumns<'a>,
     embedder: &EmbedderIdentity,
     parameters: serde_json::Value,
     input_fingerprint: String,
     stats: serde_json::Value,
 ) -> Result<Manifest> {
     let dim = embedder.dim;
-    check(data, dim)?;
+    check(&cols, dim)?;
+    let RunColumns {
+        lookups: l,
+        mut concepts,
+        mut concept_edges,
+        mut document_concepts,
+        mut concept_evidence,
+        entities: es,
+        mut mentions,
+        relationships: rel,
+        communities: cs,
+        membership: rows,
+        reports: r,
+        mut report_sources,
+        report_embeddings: re,
+        document_embeddings,
+    } = cols;
     let mut w = RunWriter::create(layout, run_id)?;
-    let docs = &data.documents;
-    let b = batch(
-        documents::schema(),
-        vec![
-            strings(docs.iter().map(|d| d.key.as_str())),
-            strings(docs.iter().map(|d| d.title.as_str())),
-            Arc::new(Int32Array::from_iter(docs.iter().map(|d| d.year))),
-            u32s(docs.iter().map(|d| d.num_passages)),
-            Arc::new(BooleanArray::from_iter(docs.iter().map(|d| Some(d.linked)))),
-        ],
+    let nd = l.num_documents();
+    let schema = documents::schema();
+    w.write_parquet_batches(
+        documents::FILE,
+        &schema,
+        &[documents::DOCUMENT_KEY],
+        chunked(&schema, nd, |range| {
+            let docs: Vec<DocumentFields<'_>> = range.map(|d| l.document(d as u32)).collect();
+            Ok(vec![
+                strings(docs.iter().map(|d| d.key)),
+                strings(docs.iter().map(|d| d.title)),
+                Arc::new(Int32Array::from_iter(docs.iter().map(|d| d.year))),
+                u32s(docs.iter().map(|d| d.num_passages)),
+                Arc::new(BooleanArray::from_iter(docs.iter().map(|d| Some(d.linked)))),
+            ])
+        }),
     )?;
-    w.write_parquet(documents::FILE, &b, &[documents::DOCUMENT_KEY])?;
 
-    let ps = &data.passages;
-    let b = batch(
-        passages::schema(),
-        vec![
-            strings(ps.iter().map(|p| p.passage_id.as_str())),
-            strings(ps.iter().map(|p| p.document_key.as_str())),
-            u32s(ps.iter().map(|p| p.position)),
-            strings(ps.iter().map(|p| p.text.as_str())),
-        ],
-    )?;
-    w.write_parquet(
+    let schema = passages::schema();
+    w.write_parquet_batches(
         passages::FILE,
-        &b,
+        &schema,
         &[passages::DOCUMENT_KEY, passages::POSITION],
+        chunked(&schema, l.num_passages(), |range| {
+            let ps: Vec<(u32, u32, &str)> = range.clone().map(|p| l.passage(p as u32)).collect();
+            Ok(vec![
+                passage_ids(l, range.map(|p| p as u32)),
+                strings(ps.iter().map(|p| l.document(p.0).key)),
+                u32s(ps.iter().map(|p| p.1)),
+                strings(ps.iter().map(|p| p.2)),
+            ])
+        }),
     )?;
 
-    let mut order: Vec<&ConceptRow> = data.concepts.iter().collect();
-    order.sort_by(|a, b| a.concept_id.cmp(&b.concept_id));
-    let b = batch(
-        concepts::schema(),
-        vec![
-            strings(order.iter().map(|c| c.concept_id.as_str())),
-            strings(order.iter().map(|c| c.preferred_term.as_str())),
-            list_of_strings(order.iter().map(|c| c.synonyms.iter().map(String::as_str))),
-        ],
+    let num_concepts = concepts
+        .iter()
+        .chain(concept_edges.iter().flat_map(|e| [&e.0, &e.1]))
+        .chain(document_concepts.iter().map(|r| &r.2))
+        .chain(concept_evidence.iter().map(|r| &r.1))
+        .map(|&c| c as usize + 1)
+        .max()
+        .unwrap_or(0);
+    let rank = concept_ranks(l, num_concepts);
+    let rk = |c: u32| rank[c as usize];
+    // Stable, as the rows of equal ids keep their given order.
+    concepts.sort_by_key(|&c| rk(c));
+    let schema = concepts::schema();
+    w.write_parquet_batches(
+        concepts::FILE,
+        &schema,
+        &[concepts::CONCEPT_ID],
+        chunked(&schema, concepts.len(), |range| {
+            let cs = &concepts[range];
+            Ok(vec![
+                strings(cs.iter().map(|&c| l.concept_id(c))),
+                strings(cs.iter().map(|&c| l.preferred_term(c))),
+                list_of_strings(cs.iter().map(|&c| l.synonyms(c).iter().map(String::as_str))),
+            ])
+        }),
     )?;
-    w.write_parquet(concepts::FILE, &b, &[concepts::CONCEPT_ID])?;
 
-    let mut edges: Vec<&(String, String, String)> = data.concept_edges.iter().collect();
-    edges.sort();
-    edges.dedup();
-    let b = batch(
-        concept_edges::schema(),
-        vec![
-            strings(edges.iter().map(|e| e.0.as_str())),
-            strings(edges.iter().map(|e| e.1.as_str())),
-            strings(edges.iter().map(|e| e.2.as_str())),
-        ],
-    )?;
-    w.write_parquet(
+    concept_edges.sort_by(|a, b| (rk(a.0), rk(a.1), a.2).cmp(&(rk(b.0), rk(b.1), b.2)));
+    concept_edges.dedup_by(|a, b| (rk(a.0), rk(a.1), a.2) == (rk(b.0), rk(b.1), b.2));
+    let schema = concept_edges::schema();
+    w.write_parquet_batches(
         concept_edges::FILE,
-        &b,
+        &schema,
         &[concept_edges::CHILD, concept_edges::PARENT],
+        chunked(&schema, concept_edges.len(), |range| {
+            let es = &concept_edges[range];
+            Ok(vec![
+                strings(es.iter().map(|e| l.concept_id(e.0))),
+                strings(es.iter().map(|e| l.concept_id(e.1))),
+                strings(es.iter().map(|e| e.2)),
+            ])
+        }),
     )?;
 
-    let mut dc: Vec<&(String, String, String)> = data.document_concepts.iter().collect();
-    dc.sort();
-    dc.dedup();
-    let b = batch(
-        document_concepts::schema(),
-        vec![
-            strings(dc.iter().map(|r| r.1.as_str())),
-            strings(dc.iter().map(|r| r.0.as_str())),
-            strings(dc.iter().map(|r| r.2.as_str())),
-        ],
-    )?;
-    w.write_parquet(
+    let dc_key = |r: &(&'a str, u32, u32)| -> (&'a str, u32, u32) { (r.0, r.1, rk(r.2)) };
+    document_concepts.sort_unstable_by(|a, b| dc_key(a).cmp(&dc_key(b)));
+    document_concepts.dedup_by(|a, b| dc_key(a) == dc_key(b));
+    let dc = &document_concepts;
+    let schema = document_concepts::schema();
+    w.write_parquet_batches(
         document_concepts::FILE,
-        &b,
+        &schema,
         &[
             document_concepts::NODE_FIELD,
             document_concepts::DOCUMENT_KEY,
             document_concepts::CONCEPT_ID,
         ],
+        chunked(&schema, dc.len(), |range| {
+            let rows = &dc[range];
+            Ok(vec![
+                strings(rows.iter().map(|r| l.document(r.1).key)),
+                strings(rows.iter().map(|r| r.0)),
+                strings(rows.iter().map(|r| l.concept_id(r.2))),
+            ])
+        }),
     )?;
+    write_concept_postings(&mut w, l, dc, &rank)?;
+    drop(document_concepts);
 
-    write_concept_postings(&mut w, docs, &dc)?;
-
-    let mut ev: Vec<&(String, String, u32, Option<String>)> =
-        data.concept_evidence.iter().collect();
-    ev.sort();
-    ev.dedup();
-    let b = batch(
-        concept_evidence::schema(),
-        vec![
-            strings(ev.iter().map(|r| r.0.as_str())),
-            strings(ev.iter().map(|r| r.1.as_str())),
-            u32s(ev.iter().map(|r| r.2)),
-            Arc::new(StringArray::from_iter(ev.iter().map(|r| r.3.as_deref()))),
-        ],
-    )?;
-    w.write_parquet(
+    let prank = passage_ranks(l);
+    let pk = |p: u32| prank[p as usize];
+    let ev_key = |r: &(u32, u32, u32, Option<u32>)| (r.0, rk(r.1), r.2, r.3.map(pk));
+    concept_evidence.sort_unstable_by(|a, b| ev_key(a).cmp(&ev_key(b)));
+    concept_evidence.dedup_by(|a, b| ev_key(a) == ev_key(b));
+    let ev = &concept_evidence;
+    let schema = concept_evidence::schema();
+    w.write_parquet_batches(
         concept_evidence::FILE,
-        &b,
+        &schema,
         &[
             concept_evidence::DOCUMENT_KEY,
             concept_evidence::CONCEPT_ID,
             concept_evidence::WAY,
         ],
+        chunked(&schema, ev.len(), |range| {
+            let rows = &ev[range];
+            let mut id = String::new();
+            let mut ids = StringBuilder::new();
+            for r in rows {
+                match r.3 {
+                    Some(p) => {
+                        let (d, pos, _) = l.passage(p);
+                        id.clear();
+                        push_passage_id(&mut id, l.document(d).key, pos);
+                        ids.append_value(&id);
+                    }
+                    None => ids.append_null(),
+                }
+            }
+            Ok(vec![
+                strings(rows.iter().map(|r| l.document(r.0).key)),
+                strings(rows.iter().map(|r| l.concept_id(r.1))),
+                u32s(rows.iter().map(|r| r.2)),
+                Arc::new(ids.finish()),
+            ])
+        }),
+    )?;
+    drop(concept_evidence);
+
+    let schema = entities::schema();
+    w.write_parquet_batches(
+        entities::FILE,
+        &schema,
+        &[entities::ENTITY_ID],
+        chunked(&schema, es.len(), |range| {
+            let rows = &es[range.clone()];
+            Ok(vec![
+                u32s(range.start as u32..range.end as u32),
+                strings(rows.iter().map(|e| e.concept_id.as_str())),
+                strings(rows.iter().map(|e| e.name.as_str())),
+                u32s(rows.iter().map(|e| e.num_passages)),
+                Arc::new(Float64Array::from_iter_values(
+                    rows.iter().map(|e| e.degree),
+                )),
+            ])
+        }),
     )?;
 
-    let es = &data.entities;
-    let b = batch(
-        entities::schema(),
-        vec![
-            u32s(0..es.len() as u32),
-            strings(es.iter().map(|e| e.concept_id.as_str())),
-            strings(es.iter().map(|e| e.name.as_str())),
-            u32s(es.iter().map(|e| e.num_passages)),
-            Arc::new(Float64Array::from_iter_values(es.iter().map(|e| e.degree))),
-        ],
-    )?;
-    w.write_parquet(entities::FILE, &b, &[entities::ENTITY_ID])?;
-
-    let mut m: Vec<&(u32, String, u32)> = data.mentions.iter().collect();
-    m.sort();
-    let b = batch(
-        mentions::schema(),
-        vec![
-            u32s(m.iter().map(|r| r.0)),
-            strings(m.iter().map(|r| r.1.as_str())),
-            u32s(m.iter().map(|r| r.2)),
-        ],
-    )?;
-    w.write_parquet(
+    mentions.sort_unstable_by_key(|m| (m.0, pk(m.1), m.2));
+    let schema = mentions::schema();
+    w.write_parquet_batches(
         mentions::FILE,
-        &b,
+        &schema,
         &[mentions::ENTITY_ID, mentions::PASSAGE_ID],
+        chunked(&schema, mentions.len(), |range| {
+            let rows = &mentions[range];
+            Ok(vec![
+                u32s(rows.iter().map(|r| r.0)),
+                passage_ids(l, rows.iter().map(|r| r.1)),
+                u32s(rows.iter().map(|r| r.2)),
+            ])
+        }),
     )?;
+    drop(mentions);
 
-    let rel = &data.relationships;
-    let b = batch(
-        relationships::schema(),
-        vec![
-            u32s(rel.iter().map(|e| e.0)),
-            u32s(rel.iter().map(|e| e.1)),
-            Arc::new(Float64Array::from_iter_values(rel.iter().map(|e| e.2))),
-        ],
-    )?;
-    w.write_parquet(
+    let schema = relationships::schema();
+    w.write_parquet_batches(
         relationships::FILE,
-        &b,
+        &schema,
         &[relationships::SOURCE, relationships::TARGET],
+        chunked(&schema, rel.len(), |range| {
+            let rows = &rel[range];
+            Ok(vec![
+                u32s(rows.iter().map(|e| e.0)),
+                u32s(rows.iter().map(|e| e.1)),
+                Arc::new(Float64Array::from_iter_values(rows.iter().map(|e| e.2))),
+            ])
+        }),
     )?;
 
-    let cs = &data.communities;
     let b = batch(
         communities::schema(),
         vec![
@@ -523,86 +808,95 @@ pub fn write_run(
     )?;
     w.write_parquet(communities::FILE, &b, &[communities::COMMUNITY_ID])?;
 
-    let rows = &data.membership;
-    let b = batch(
-        membership::schema(),
-        vec![
-            strings(rows.iter().map(|_| run_id)),
-            u32s(rows.iter().map(|r| r.level)),
-            u32s(rows.iter().map(|r| r.entity)),
-            u32s(rows.iter().map(|r| r.community)),
-            Arc::new(UInt32Array::from_iter(rows.iter().map(|r| r.parent))),
-            Arc::new(BooleanArray::from_iter(
-                rows.iter().map(|r| Some(r.is_leaf)),
-            )),
-        ],
-    )?;
-    w.write_parquet(
+    let schema = membership::schema();
+    w.write_parquet_batches(
         membership::FILE,
-        &b,
+        &schema,
         &[membership::LEVEL, membership::ENTITY_ID],
+        chunked(&schema, rows.len(), |range| {
+            let rows = &rows[range];
+            Ok(vec![
+                strings(rows.iter().map(|_| run_id)),
+                u32s(rows.iter().map(|r| r.level)),
+                u32s(rows.iter().map(|r| r.entity)),
+                u32s(rows.iter().map(|r| r.community)),
+                Arc::new(UInt32Array::from_iter(rows.iter().map(|r| r.parent))),
+                Arc::new(BooleanArray::from_iter(
+                    rows.iter().map(|r| Some(r.is_leaf)),
+                )),
+            ])
+        }),
     )?;
 
-    let r = &data.reports;
-    let b = batch(
-        reports::schema(),
-        vec![
-            u32s(0..r.len() as u32),
-            u32s(r.iter().map(|x| x.level)),
-            strings(r.iter().map(|x| x.title.as_str())),
-            strings(r.iter().map(|x| x.summary.as_str())),
-            list_of_strings(r.iter().map(|x| x.findings.iter().map(String::as_str))),
-            Arc::new(Float64Array::from_iter_values(r.iter().map(|x| x.rank))),
-            strings(r.iter().map(|x| x.full_content.as_str())),
-        ],
+    let schema = reports::schema();
+    w.write_parquet_batches(
+        reports::FILE,
+        &schema,
+        &[reports::COMMUNITY_ID],
+        chunked(&schema, r.len(), |range| {
+            let rs = &r[range.clone()];
+            Ok(vec![
+                u32s(range.start as u32..range.end as u32),
+                u32s(rs.iter().map(|x| x.level)),
+                strings(rs.iter().map(|x| x.title.as_str())),
+                strings(rs.iter().map(|x| x.summary.as_str())),
+                list_of_strings(rs.iter().map(|x| x.findings.iter().map(String::as_str))),
+                Arc::new(Float64Array::from_iter_values(rs.iter().map(|x| x.rank))),
+                strings(rs.iter().map(|x| x.full_content.as_str())),
+            ])
+        }),
     )?;
-    w.write_parquet(reports::FILE, &b, &[reports::COMMUNITY_ID])?;
+    drop(r);
 
-    let mut rs: Vec<&(u32, String)> = data.report_sources.iter().collect();
-    rs.sort();
-    rs.dedup();
-    let b = batch(
-        report_sources::schema(),
-        vec![
-            u32s(rs.iter().map(|r| r.0)),
-            strings(rs.iter().map(|r| r.1.as_str())),
-        ],
-    )?;
-    w.write_parquet(
+    report_sources.sort_unstable_by_key(|r| (r.0, pk(r.1)));
+    report_sources.dedup_by_key(|r| (r.0, pk(r.1)));
+    let schema = report_sources::schema();
+    w.write_parquet_batches(
         report_sources::FILE,
-        &b,
+        &schema,
         &[report_sources::COMMUNITY_ID, report_sources::PASSAGE_ID],
+        chunked(&schema, report_sources.len(), |range| {
+            let rows = &report_sources[range];
+            Ok(vec![
+                u32s(rows.iter().map(|r| r.0)),
+                passage_ids(l, rows.iter().map(|r| r.1)),
+            ])
+        }),
     )?;
+    drop(report_sources);
+    drop(prank);
 
-    let vector_communities: Vec<u32> = if data.report_embedding_communities.is_empty() {
+    let vector_communities: Vec<u32> = if re.communities.is_empty() {
         (0..cs.len() as u32).collect()
     } else {
-        data.report_embedding_communities.clone()
+        re.communities
     };
-    let b = embedding_batch(
+    let list = vector_array(re.values, dim)?;
+    let b = batch(
         report_embeddings::schema(dim),
-        u32s(vector_communities.iter().copied()),
-        &data.report_embeddings,
-        dim,
+        vec![u32s(vector_communities.iter().copied()), Arc::new(list)],
     )?;
-    w.write_parquet(
+    write_vectors(
+        &mut w,
         report_embeddings::FILE,
         &b,
-        &[report_embeddings::COMMUNITY_ID],
+        report_embeddings::COMMUNITY_ID,
     )?;
     w.write_ipc(report_embeddings::IPC_FILE, &b)?;
     if embedder.normalized
         && let Some(params) = crate::ivf::IvfParams::for_rows(vector_communities.len())
     {
-        let part = crate::ivf::build(&data.report_embeddings, dim, &params);
-        let index = crate::ivf::IvfIndex::from_partition(&data.report_embeddings, dim, &part);
-        let b = embedding_batch(
+        let values = vector_values(&b);
+        let part = crate::ivf::build(values, dim, &params);
+        let index = crate::ivf::IvfIndex::from_partition(values, dim, &part);
+        let cb = batch(
             report_ivf::centroids_schema(dim),
-            u32s(0..index.lists() as u32),
-            index.centroids(),
-            dim,
+            vec![
+                u32s(0..index.lists() as u32),
+                Arc::new(vector_array(index.centroids().to_vec(), dim)?),
+            ],
         )?;
-        w.write_ipc(report_ivf::CENTROIDS_FILE, &b)?;
+        w.write_ipc(report_ivf::CENTROIDS_FILE, &cb)?;
         let entries: Vec<_> = index.entries().collect();
         let codes = FixedSizeListArray::try_new(
             report_ivf::code_item_field(),
@@ -614,7 +908,7 @@ pub fn write_run(
             None,
         )
         .map_err(arrow_err)?;
-        let b = batch(
+        let lb = batch(
             report_ivf::lists_schema(dim),
             vec![
                 u32s(entries.iter().map(|e| e.list)),
@@ -625,33 +919,45 @@ pub fn write_run(
                 Arc::new(codes),
             ],
         )?;
-        w.write_ipc(report_ivf::LISTS_FILE, &b)?;
+        w.write_ipc(report_ivf::LISTS_FILE, &lb)?;
     }
+    drop(b);
 
-    let b = embedding_batch(
+    let mut keys = StringBuilder::new();
+    for d in 0..nd as u32 {
+        keys.append_value(l.document(d).key);
+    }
+    let b = batch(
         document_embeddings::schema(dim),
-        strings(docs.iter().map(|d| d.key.as_str())),
-        &data.document_embeddings,
-        dim,
+        vec![
+            Arc::new(keys.finish()),
+            Arc::new(vector_array(document_embeddings, dim)?),
+        ],
     )?;
-    w.write_parquet(
+    write_vectors(
+        &mut w,
         document_embeddings::FILE,
         &b,
-        &[document_embeddings::DOCUMENT_KEY],
+        document_embeddings::DOCUMENT_KEY,
     )?;
     w.write_ipc(document_embeddings::IPC_FILE, &b)?;
+    drop(b);
 
     // Full-text index of documents (title + passages), for keyword clauses and query ranking.
-    let mut next = 0usize;
-    let mut text_docs = Vec::with_capacity(docs.len());
-    for d in docs {
+    let np = l.num_passages() as u32;
+    let mut next = 0u32;
+    let text_docs = (0..nd as u32).map(|d| {
         let mut texts = Vec::new();
-        while next < ps.len() && ps[next].document_key == d.key {
-            texts.push(ps[next].text.as_str());
+        while next < np {
+            let (pd, _, text) = l.passage(next);
+            if pd != d {
+                break;
+            }
+            texts.push(text);
             next += 1;
         }
-        text_docs.push((d.title.as_str(), texts));
-    }
+        (l.document(d).title, texts)
+    });
     crate::text::build_text_index(
         &w.staging_dir().join(crate::text::TEXT_INDEX_DIR),
         text_docs,
@@ -659,4 +965,461 @@ pub fn write_run(
     w.register_dir(crate::text::TEXT_INDEX_DIR)?;
 
     w.finish(parameters, embedder.clone(), input_fingerprint, stats)
+}
+
+/// The ids of passage rows `ps`, formatted by [`push_passage_id`] into one reused buffer.
+fn passage_ids(l: &dyn RunLookups, ps: impl Iterator<Item = u32>) -> ArrayRef {
+    let mut id = String::new();
+    let mut b = StringBuilder::new();
+    for p in ps {
+        let (d, pos, _) = l.passage(p);
+        id.clear();
+        push_passage_id(&mut id, l.document(d).key, pos);
+        b.append_value(&id);
+    }
+    Arc::new(b.finish())
+}
+
+/// The values of an embedding batch's vector column (column 1), row-major.
+fn vector_values(b: &RecordBatch) -> &[f32] {
+    use arrow_array::Array as _;
+    b.column(1)
+        .as_any()
+        .downcast_ref::<FixedSizeListArray>()
+        .and_then(|l| l.values().as_any().downcast_ref::<Float32Array>())
+        .map_or(&[], |v| &v.values()[..])
+}
+
+/// Writes an embedding batch `b` (a key column, a vector column) to Parquet file `name` in
+/// slices of [`BATCH_ROWS`] rows (zero-copy views of `b`).
+fn write_vectors(w: &mut RunWriter, name: &str, b: &RecordBatch, sorted_by: &str) -> Result<()> {
+    let rows = b.num_rows();
+    w.write_parquet_batches(
+        name,
+        &b.schema(),
+        &[sorted_by],
+        (0..rows.div_ceil(BATCH_ROWS)).map(|i| {
+            let start = i * BATCH_ROWS;
+            Ok(b.slice(start, BATCH_ROWS.min(rows - start)))
+        }),
+    )
+}
+
+/// [`RunData`]'s owned rows seen through [`RunLookups`]: concept ids and passage ids interned to
+/// indices, so that [`write_run`] writes through the one streaming writer.
+struct OwnedLookups<'a> {
+    data: &'a RunData,
+    /// Document of each passage row.
+    passage_document: Vec<u32>,
+    /// Concept ids: those of `data.concepts` (index = row), then any other id a row names.
+    concept_ids: Vec<&'a str>,
+}
+
+impl RunLookups for OwnedLookups<'_> {
+    fn num_documents(&self) -> usize {
+        self.data.documents.len()
+    }
+    fn document(&self, d: u32) -> DocumentFields<'_> {
+        let x = &self.data.documents[d as usize];
+        DocumentFields {
+            key: &x.key,
+            title: &x.title,
+            year: x.year,
+            num_passages: x.num_passages,
+            linked: x.linked,
+        }
+    }
+    fn num_passages(&self) -> usize {
+        self.data.passages.len()
+    }
+    fn passage(&self, p: u32) -> (u32, u32, &str) {
+        let x = &self.data.passages[p as usize];
+        (self.passage_document[p as usize], x.position, &x.text)
+    }
+    fn concept_id(&self, c: u32) -> &str {
+        self.concept_ids[c as usize]
+    }
+    fn preferred_term(&self, c: u32) -> &str {
+        &self.data.concepts[c as usize].preferred_term
+    }
+    fn synonyms(&self, c: u32) -> &[String] {
+        &self.data.concepts[c as usize].synonyms
+    }
+}
+
+/// Writes every table of `data` as run `run_id` under `layout` and completes the run folder
+/// (`runs/<run_id>/`), through [`write_run_columns`] (ids are interned to indices first; tests,
+/// benches and small runs build a [`RunData`], the pipeline hands its integer columns to
+/// [`write_run_columns`] directly). It is served once [`Layout::write_latest`] names it. On
+/// error the staging folder is removed.
+///
+/// # Errors
+/// [`EngineError::Internal`] for data that breaks the invariants listed on [`RunData`], a
+/// passage of a document not in `documents`, a passage id other than [`passage_id`] of its
+/// document key and position or a row naming a passage id no passage has, or a wrong
+/// embedding length; [`EngineError::Io`] / [`EngineError::Parquet`] on write failures.
+pub fn write_run<'a>(
+    layout: &Layout,
+    run_id: &str,
+    data: &'a RunData,
+    embedder: &EmbedderIdentity,
+    parameters: serde_json::Value,
+    input_fingerprint: String,
+    stats: serde_json::Value,
+) -> Result<Manifest> {
+    let doc_index = |key: &str| {
+        data.documents
+            .binary_search_by(|d| d.key.as_str().cmp(key))
+            .map(|i| i as u32)
+            .map_err(|_| inconsistent(format!("a row names document {key:?}, not in documents")))
+    };
+    let mut passage_document = Vec::with_capacity(data.passages.len());
+    let mut passage_index: HashMap<&str, u32> = HashMap::with_capacity(data.passages.len());
+    for (p, x) in data.passages.iter().enumerate() {
+        passage_document.push(doc_index(&x.document_key)?);
+        if x.passage_id != passage_id(&x.document_key, x.position) {
+            return Err(inconsistent(format!(
+                "passage id {:?} is not {:?}",
+                x.passage_id,
+                passage_id(&x.document_key, x.position)
+            )));
+        }
+        passage_index.insert(&x.passage_id, p as u32);
+    }
+    let passage = |id: &str| {
+        passage_index
+            .get(id)
+            .copied()
+            .ok_or_else(|| inconsistent(format!("a row names passage {id:?}, not in passages")))
+    };
+    let mut concept_ids: Vec<&'a str> = data
+        .concepts
+        .iter()
+        .map(|c| c.concept_id.as_str())
+        .collect();
+    let mut concept_index: HashMap<&'a str, u32> = HashMap::new();
+    for (i, c) in concept_ids.iter().enumerate().rev() {
+        concept_index.insert(c, i as u32);
+    }
+    fn intern<'s>(ids: &mut Vec<&'s str>, index: &mut HashMap<&'s str, u32>, id: &'s str) -> u32 {
+        *index.entry(id).or_insert_with(|| {
+            ids.push(id);
+            ids.len() as u32 - 1
+        })
+    }
+    let mut c = |id: &'a str| intern(&mut concept_ids, &mut concept_index, id);
+    let concept_edges = data
+        .concept_edges
+        .iter()
+        .map(|e| (c(&e.0), c(&e.1), e.2.as_str()))
+        .collect();
+    let document_concepts = data
+        .document_concepts
+        .iter()
+        .map(|r| Ok((r.0.as_str(), doc_index(&r.1)?, c(&r.2))))
+        .collect::<Result<Vec<_>>>()?;
+    let concept_evidence = data
+        .concept_evidence
+        .iter()
+        .map(|r| {
+            Ok((
+                doc_index(&r.0)?,
+                c(&r.1),
+                r.2,
+                r.3.as_deref().map(passage).transpose()?,
+            ))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let mentions = data
+        .mentions
+        .iter()
+        .map(|m| Ok((m.0, passage(&m.1)?, m.2)))
+        .collect::<Result<Vec<_>>>()?;
+    let report_sources = data
+        .report_sources
+        .iter()
+        .map(|r| Ok((r.0, passage(&r.1)?)))
+        .collect::<Result<Vec<_>>>()?;
+    let lookups = OwnedLookups {
+        data,
+        passage_document,
+        concept_ids,
+    };
+    let cols = RunColumns {
+        lookups: &lookups,
+        concepts: (0..data.concepts.len() as u32).collect(),
+        concept_edges,
+        document_concepts,
+        concept_evidence,
+        entities: data.entities.clone(),
+        mentions,
+        relationships: &data.relationships,
+        communities: data.communities.clone(),
+        membership: data.membership.clone(),
+        reports: data.reports.clone(),
+        report_sources,
+        report_embeddings: ReportVectors {
+            values: data.report_embeddings.clone(),
+            communities: data.report_embedding_communities.clone(),
+        },
+        document_embeddings: data.document_embeddings.clone(),
+    };
+    write_run_columns(
+        layout,
+        run_id,
+        cols,
+        embedder,
+        parameters,
+        input_fingerprint,
+        stats,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::embed::{Embedder, HashEmbedder};
+
+    /// A fixed, valid run id, so that two writes of one run differ in nothing but time.
+    const RUN_ID: &str = "019ad000-0000-7000-8000-000000000000";
+
+    /// A small run whose string order differs from its row order everywhere it can: keys that
+    /// sort differently once `#<position>` is appended (`a` < `a!`, but `a!#0` < `a#0`),
+    /// positions past 9 (`#10` < `#2`), a vocabulary not in id order, duplicate rows and
+    /// several vectors per community.
+    fn tricky_run(embedder: &HashEmbedder) -> RunData {
+        let keys = ["a", "a!", "a-b", "b", "b#c"];
+        let passages_per = [12usize, 2, 1, 3, 11];
+        let mut data = RunData::default();
+        for (k, &n) in keys.iter().zip(&passages_per) {
+            data.documents.push(DocumentRow {
+                key: (*k).into(),
+                title: format!("title of {k}"),
+                year: (k.len() % 2 == 0).then_some(2000 + n as i32),
+                num_passages: n as u32,
+                linked: n != 1,
+            });
+            for i in 0..n {
+                data.passages.push(PassageRow {
+                    passage_id: format!("{k}#{i}"),
+                    document_key: (*k).into(),
+                    position: i as u32,
+                    text: format!("passage {i} of {k}"),
+                });
+            }
+        }
+        let ids = ["D10", "D2", "D1", "C9", "D100"];
+        data.concepts = ids
+            .iter()
+            .map(|c| ConceptRow {
+                concept_id: (*c).into(),
+                preferred_term: format!("term {c}"),
+                synonyms: vec![format!("{c} syn"), format!("syn {c}")],
+            })
+            .collect();
+        data.concept_edges = vec![
+            ("D2".into(), "D1".into(), "subclass_of".into()),
+            ("D10".into(), "D1".into(), "subclass_of".into()),
+            ("D100".into(), "D10".into(), "subclass_of".into()),
+            ("D2".into(), "D1".into(), "subclass_of".into()),
+        ];
+        let pid = |d: usize, i: usize| format!("{}#{i}", keys[d]);
+        for (d, k) in keys.iter().enumerate() {
+            for (j, c) in ids.iter().enumerate() {
+                if (d + j) % 2 == 0 {
+                    let field = if j == 3 { "mesh" } else { "concept" };
+                    data.document_concepts
+                        .push((field.into(), (*k).into(), (*c).into()));
+                    data.concept_evidence.push((
+                        (*k).into(),
+                        (*c).into(),
+                        (j % 2) as u32,
+                        (j != 2).then(|| pid(d, (d * 7 + j * 3) % passages_per[d])),
+                    ));
+                    data.concept_evidence.push((
+                        (*k).into(),
+                        (*c).into(),
+                        0,
+                        Some(pid(d, passages_per[d] - 1)),
+                    ));
+                }
+            }
+        }
+        data.document_concepts
+            .push(data.document_concepts[0].clone());
+        data.concept_evidence.push(data.concept_evidence[1].clone());
+        data.entities = ids
+            .iter()
+            .take(4)
+            .enumerate()
+            .map(|(e, c)| EntityRow {
+                concept_id: (*c).into(),
+                name: format!("term {c}"),
+                num_passages: e as u32 + 1,
+                degree: e as f64 * 1.5,
+            })
+            .collect();
+        for e in 0..4u32 {
+            for (d, &n) in passages_per.iter().enumerate() {
+                for i in (e as usize % 3..n).step_by(3) {
+                    data.mentions.push((e, pid(d, i), 1 + (i as u32 % 2)));
+                }
+            }
+        }
+        data.mentions.reverse();
+        data.relationships = vec![(0, 1, 2.0), (0, 3, 1.0), (1, 2, 4.0), (2, 3, 0.5)];
+        data.communities = vec![
+            CommunityRow {
+                level: 0,
+                parent: None,
+                size: 2,
+                is_leaf: false,
+            },
+            CommunityRow {
+                level: 0,
+                parent: None,
+                size: 2,
+                is_leaf: true,
+            },
+            CommunityRow {
+                level: 1,
+                parent: Some(0),
+                size: 2,
+                is_leaf: true,
+            },
+        ];
+        data.membership = (0..4)
+            .map(|e| MembershipRow {
+                level: 0,
+                entity: e,
+                community: u32::from(e >= 2),
+                parent: None,
+                is_leaf: e >= 2,
+            })
+            .chain((0..2).map(|e| MembershipRow {
+                level: 1,
+                entity: e,
+                community: 2,
+                parent: Some(0),
+                is_leaf: true,
+            }))
+            .collect();
+        data.reports = (0..3)
+            .map(|c| ReportRow {
+                level: u32::from(c == 2),
+                title: format!("report {c}"),
+                summary: format!("summary {c}"),
+                findings: vec![format!("finding {c}"), "shared".into()],
+                rank: f64::from(c) / 2.0,
+                full_content: format!("content {c}"),
+            })
+            .collect();
+        data.report_sources = vec![
+            (2, pid(0, 10)),
+            (0, pid(0, 2)),
+            (0, pid(1, 0)),
+            (1, pid(4, 10)),
+            (0, pid(0, 2)),
+            (1, pid(4, 1)),
+        ];
+        data.report_embedding_communities = vec![0, 0, 1, 2, 2, 2];
+        data.report_embeddings = (0..6)
+            .flat_map(|i| embedder.embed(&format!("vector {i}")).unwrap())
+            .collect();
+        data.document_embeddings = keys
+            .iter()
+            .flat_map(|k| embedder.embed(k).unwrap())
+            .collect();
+        data
+    }
+
+    /// BLAKE3 of the decoded content of each table file of the run in `dir` (all its batches
+    /// as one, with the schema and its metadata, as an Arrow IPC stream), with its row count
+    /// from the manifest. The IVF files (their content is the IVF build's) and the text index
+    /// (tantivy's segment files carry random ids) are left out.
+    fn table_digests(dir: &std::path::Path) -> Vec<(String, u64, String)> {
+        let manifest = Manifest::read(dir).unwrap();
+        let mut out = Vec::new();
+        for entry in &manifest.files {
+            let path = dir.join(&entry.name);
+            if entry.name.starts_with("report_ivf") || entry.name.starts_with("text_index/") {
+                continue;
+            }
+            let batches: Vec<RecordBatch> = if entry.name.ends_with(".parquet") {
+                parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(
+                    std::fs::File::open(&path).unwrap(),
+                )
+                .unwrap()
+                .build()
+                .unwrap()
+                .map(|b| b.unwrap())
+                .collect()
+            } else {
+                arrow_ipc::reader::FileReader::try_new(std::fs::File::open(&path).unwrap(), None)
+                    .unwrap()
+                    .map(|b| b.unwrap())
+                    .collect()
+            };
+            let schema = batches[0].schema();
+            let one = arrow_select::concat::concat_batches(&schema, &batches).unwrap();
+            let mut bytes = Vec::new();
+            let mut w = arrow_ipc::writer::StreamWriter::try_new(&mut bytes, &schema).unwrap();
+            w.write(&one).unwrap();
+            w.finish().unwrap();
+            drop(w);
+            out.push((
+                entry.name.clone(),
+                entry.rows,
+                blake3::hash(&bytes).to_hex().to_string(),
+            ));
+        }
+        out
+    }
+
+    /// What the writer wrote for [`tricky_run`] before tables were streamed from integer
+    /// columns (recorded then): the streaming writer must write the same rows, in the same
+    /// order, with the same schemas.
+    #[test]
+    fn the_tables_of_a_run_are_those_the_owned_row_writer_wrote() {
+        let dir = tempfile::tempdir().unwrap();
+        let embedder = HashEmbedder::new(8);
+        let data = tricky_run(&embedder);
+        let layout = Layout::new(dir.path());
+        write_run(
+            &layout,
+            RUN_ID,
+            &data,
+            embedder.identity(),
+            serde_json::json!({}),
+            "test".into(),
+            serde_json::json!({}),
+        )
+        .unwrap();
+        let found = table_digests(&layout.run_dir(RUN_ID));
+        let text: Vec<String> = found
+            .iter()
+            .map(|(n, r, h)| format!("{n} {r} {h}"))
+            .collect();
+        let expected: &[&str] = &[
+            "communities.parquet 3 84cbfcd52cb940a60ae2f69ae92b8f2ca215e5f9dfcab83fb4512796708530e9",
+            "concept_edges.parquet 3 ce0eaf3ac9ba9e95f2cb2a554bbecd2195e62d2236ca92aa5c874e7377f6ba04",
+            "concept_evidence.parquet 24 3c3b523d1f69319661255be1a4b678aed5621331828ddca932c8560c92d14c80",
+            "concept_postings.arrow 7 c624f3f6e49e53604d49cba3a7f458f670e41fbd92c688a19535ac3881c5d0ac",
+            "concepts.parquet 5 a65a1794872f368b4f6dc98774c8a8124314accd71ead35d038733f53eda7ccd",
+            "document_concepts.parquet 13 de013246753a9263cfc7b11210a0a66072fa1cf4be4f2549ecaf0464757f4105",
+            "document_embeddings.arrow 5 3b8cf666ac8931f1065c8053d238959fa60fc13659019e7ec777ae03af464b2c",
+            "document_embeddings.parquet 5 dc2cdaafff393b149a5cb2661024d9bcdfddbbd435e866099758cdb44b7f21b2",
+            "documents.parquet 5 0565b458eba34f56e8b5f49afc5af8ecc888e2571c7d22894caad733acc90fe6",
+            "entities.parquet 4 8723dcfd892c557eac1a4147897e4a3d747ea4628411d8075379964cb5bfb83b",
+            "membership.parquet 6 89d2888e0f9f527d14b8dbbbf4d01264c3aee9c29346e4a10203b1165e59e55c",
+            "mentions.parquet 40 ec9fdda0ac78ff7558bcb4971059734afc5c11cc74ef6f03d1a5ecea71ad8255",
+            "passages.parquet 29 09619c79ad16794ff0ebffaa1d9a52c937bcae6da0b9a0869425635083d65e30",
+            "relationships.parquet 4 b5c4ab79d4d1a0e6284d19ccae5a1413c309cffdcfb43a1224936b59b169d9b2",
+            "report_embeddings.arrow 6 d41cb5c0973b13c273a290883fc8f06c5caa92af0e1a6dd2bb171b405a563ce9",
+            "report_embeddings.parquet 6 e4967040cc69596382dab85632a0321ff0094f76e1db81939bdf94433e61c9bf",
+            "report_sources.parquet 5 a73bc45d32aacedd5da74958d2ad3f65029f3290d6f8998fc5ac8e87e140fb0d",
+            "reports.parquet 3 e4edca408ad8b436474cfd0aa97281bfa70851f3dfcc2bdeba72e20b2c40ba91",
+        ];
+        assert_eq!(text, expected);
+    }
 }

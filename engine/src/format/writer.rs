@@ -21,6 +21,11 @@ use crate::error::{EngineError, Result};
 /// Rows per Parquet row group: large enough for scans, small enough for statistics to prune.
 pub const ROW_GROUP_ROWS: usize = 128 * 1024;
 
+/// Bytes of a Parquet row group, about (the writer holds a row group encoded in memory until
+/// it is full): 128 k rows of 384-dimensional vectors would be 200 MB, so tables of wide rows
+/// get shorter row groups.
+pub const ROW_GROUP_BYTES: usize = 64 * 1024 * 1024;
+
 /// Writes the files of one run. Created by [`RunWriter::create`], completed by
 /// [`RunWriter::finish`]. Dropping it unfinished removes the staging folder, so a failed run
 /// leaves nothing behind (a killed process leaves a `.staging-*` folder that is never served).
@@ -127,19 +132,41 @@ impl RunWriter {
     }
 
     /// Writes `batch` as Parquet file `name`, declaring it sorted by `sorted_by` (column names,
-    /// ascending; the caller sorts). Snappy-compressed, page statistics, row groups of
-    /// [`ROW_GROUP_ROWS`], `run_id` and `format_version` in the key-value metadata.
+    /// ascending; the caller sorts). See [`RunWriter::write_parquet_batches`].
     ///
     /// # Errors
-    /// [`EngineError::Io`] / [`EngineError::Parquet`] on write failures;
-    /// [`EngineError::Internal`] for an unknown sort column.
+    /// Those of [`RunWriter::write_parquet_batches`].
     pub fn write_parquet(
         &mut self,
         name: &str,
         batch: &RecordBatch,
         sorted_by: &[&str],
     ) -> Result<()> {
-        let schema = batch.schema();
+        self.write_parquet_batches(
+            name,
+            &batch.schema(),
+            sorted_by,
+            std::iter::once(Ok(batch.clone())),
+        )
+    }
+
+    /// Writes the record batches `batches` yields (each of schema `schema`, taken one at a time,
+    /// so a table is never whole in memory) as Parquet file `name`, declaring it sorted by
+    /// `sorted_by` (column names, ascending; the caller sorts). Snappy-compressed, page
+    /// statistics, row groups of at most [`ROW_GROUP_ROWS`] rows and about
+    /// [`ROW_GROUP_BYTES`] bytes, `run_id` and `format_version` in the key-value metadata.
+    /// The batches' sizes do not change the file's rows, only where its row groups end.
+    ///
+    /// # Errors
+    /// The first error `batches` yields; [`EngineError::Io`] / [`EngineError::Parquet`] on
+    /// write failures; [`EngineError::Internal`] for an unknown sort column.
+    pub fn write_parquet_batches(
+        &mut self,
+        name: &str,
+        schema: &arrow_schema::SchemaRef,
+        sorted_by: &[&str],
+        batches: impl IntoIterator<Item = Result<RecordBatch>>,
+    ) -> Result<()> {
         let mut sorting = Vec::with_capacity(sorted_by.len());
         for col in sorted_by {
             let idx = schema
@@ -155,6 +182,7 @@ impl RunWriter {
             .set_compression(Compression::SNAPPY)
             .set_statistics_enabled(EnabledStatistics::Page)
             .set_max_row_group_row_count(Some(ROW_GROUP_ROWS))
+            .set_max_row_group_bytes(Some(ROW_GROUP_BYTES))
             .set_sorting_columns(Some(sorting))
             .set_created_by(format!("agrag {}", env!("CARGO_PKG_VERSION")))
             .set_key_value_metadata(Some(vec![
@@ -167,10 +195,15 @@ impl RunWriter {
             path: path.clone(),
             reason: e.to_string(),
         };
-        let mut writer = ArrowWriter::try_new(out, schema, Some(props)).map_err(perr)?;
-        writer.write(batch).map_err(perr)?;
+        let mut writer = ArrowWriter::try_new(out, schema.clone(), Some(props)).map_err(perr)?;
+        let mut rows = 0usize;
+        for batch in batches {
+            let batch = batch?;
+            rows += batch.num_rows();
+            writer.write(&batch).map_err(perr)?;
+        }
         let out = writer.into_inner().map_err(perr)?;
-        self.close_file(name, &path, out, batch.num_rows())
+        self.close_file(name, &path, out, rows)
     }
 
     /// Writes `batch` as an uncompressed Arrow IPC file `name` (for zero-copy mapping), with
