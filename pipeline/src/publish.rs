@@ -1,12 +1,13 @@
-//! Publish: turn a run's results into [`RunData`] rows and write them through
-//! `agrag_engine::format::write_run` (the contract is written down once, in the engine), then
-//! move `LATEST`.
+//! Publish: hand a run's integer columns and the lookups behind them (documents, passages,
+//! concepts) to `agrag_engine::format::write_run_columns`, which builds each table a batch of
+//! rows at a time and streams it into its files (the contract is written down once, in the
+//! engine), then move `LATEST`.
 
 use agrag_engine::embed::EmbedderIdentity;
 use agrag_engine::format::tables::{
-    CommunityRow, ConceptRow, DocumentRow, EntityRow, MembershipRow, PassageRow, ReportRow,
+    CommunityRow, DocumentFields, EntityRow, MembershipRow, ReportRow, ReportVectors,
 };
-use agrag_engine::format::{Layout, Manifest, RunData, write_run};
+use agrag_engine::format::{Layout, Manifest, RunColumns, RunLookups, write_run_columns};
 
 use crate::error::{PipelineError, Result};
 use crate::ingest::Corpus;
@@ -20,6 +21,7 @@ use crate::report::Report;
 pub type ConceptEvidence = (u32, u32, u32, Option<u32>);
 
 /// Everything a run publishes. Documents must be sorted by key (passage order follows).
+/// Passage rows are the corpus's passages in document order.
 #[derive(Debug)]
 pub struct RunTables<'a> {
     /// The corpus, documents sorted by key.
@@ -46,171 +48,68 @@ pub struct RunTables<'a> {
     pub hierarchy: &'a Hierarchy,
     /// One report per community, in community order.
     pub reports: &'a [Report],
-    /// The vectors of each community (one or more; see
-    /// [`CommunityVectors`](crate::report::CommunityVectors)), in community order.
-    pub embeddings: &'a [Vec<Vec<f32>>],
-    /// One embedding per document, in document order.
-    pub document_embeddings: &'a [Vec<f32>],
+    /// The vectors of the communities (one or more each, see
+    /// [`CommunityVectors`](crate::report::CommunityVectors)), row-major, in community order,
+    /// with the community of each row.
+    pub report_vectors: ReportVectors,
+    /// One embedding per document, in document order, row-major (`documents × dim`).
+    pub document_embeddings: Vec<f32>,
     /// Identity of the embedder.
     pub embedder: EmbedderIdentity,
 }
 
-impl RunTables<'_> {
-    /// The rows of the contract.
-    ///
-    /// # Errors
-    /// [`PipelineError::Internal`] when communities and reports are not aligned (a bug).
-    pub fn to_run_data(&self) -> Result<RunData> {
-        let docs = &self.corpus.documents;
-        let vocab = self.vocabulary;
-        let cid = |c: u32| vocab.concepts[c as usize].id.clone();
-        let comms = &self.hierarchy.communities;
-        if comms.iter().enumerate().any(|(i, c)| c.id as usize != i)
-            || self.reports.len() != comms.len()
-            || self.embeddings.len() != comms.len()
-            || self.embeddings.iter().any(Vec::is_empty)
-        {
-            return Err(PipelineError::Internal(
-                "communities, reports and embeddings are not aligned by community id".into(),
-            ));
+/// The corpus and vocabulary as the engine's writer reads them: by document, passage row and
+/// concept index, borrowing every string.
+struct CorpusLookups<'a> {
+    corpus: &'a Corpus,
+    linked: &'a [bool],
+    vocabulary: &'a Vocabulary,
+    /// First passage row of each document (4 bytes a document).
+    first_passage: Vec<u32>,
+}
+
+impl RunLookups for CorpusLookups<'_> {
+    fn num_documents(&self) -> usize {
+        self.corpus.documents.len()
+    }
+    fn document(&self, d: u32) -> DocumentFields<'_> {
+        let doc = &self.corpus.documents[d as usize];
+        DocumentFields {
+            key: &doc.key,
+            title: &doc.title,
+            year: doc.year,
+            num_passages: doc.passages.len() as u32,
+            linked: self.linked[d as usize],
         }
-        let passage_ids: Vec<String> = docs
-            .iter()
-            .flat_map(|d| (0..d.passages.len()).map(|i| d.passage_id(i)))
-            .collect();
-        Ok(RunData {
-            documents: docs
-                .iter()
-                .zip(&self.document_linked)
-                .map(|(d, &linked)| DocumentRow {
-                    key: d.key.clone(),
-                    title: d.title.clone(),
-                    year: d.year,
-                    num_passages: d.passages.len() as u32,
-                    linked,
-                })
-                .collect(),
-            passages: docs
-                .iter()
-                .flat_map(|d| {
-                    d.passages.iter().enumerate().map(|(i, text)| PassageRow {
-                        passage_id: d.passage_id(i),
-                        document_key: d.key.clone(),
-                        position: i as u32,
-                        text: text.clone(),
-                    })
-                })
-                .collect(),
-            concepts: vocab
-                .concepts
-                .iter()
-                .map(|c| ConceptRow {
-                    concept_id: c.id.clone(),
-                    preferred_term: c.preferred_term.clone(),
-                    synonyms: c.synonyms.clone(),
-                })
-                .collect(),
-            concept_edges: vocab
-                .broader
-                .iter()
-                .map(|&(c, p)| (cid(c), cid(p), SUBCLASS_OF.to_owned()))
-                .collect(),
-            document_concepts: self
-                .document_concepts
-                .iter()
-                .map(|&(f, d, c)| (f.to_owned(), docs[d as usize].key.clone(), cid(c)))
-                .collect(),
-            concept_evidence: self
-                .concept_evidence
-                .iter()
-                .map(|&(d, c, w, p)| {
-                    (
-                        docs[d as usize].key.clone(),
-                        cid(c),
-                        w,
-                        p.map(|p| passage_ids[p as usize].clone()),
-                    )
-                })
-                .collect(),
-            entities: self
-                .entity_concepts
-                .iter()
-                .enumerate()
-                .map(|(e, &c)| EntityRow {
-                    concept_id: cid(c),
-                    name: vocab.concepts[c as usize].preferred_term.clone(),
-                    num_passages: self.entity_passages[e].len() as u32,
-                    degree: self.entity_degree[e],
-                })
-                .collect(),
-            mentions: self
-                .mention_counts
-                .iter()
-                .map(|&(e, p, k)| (e, passage_ids[p as usize].clone(), k))
-                .collect(),
-            relationships: self.edges.to_vec(),
-            communities: comms
-                .iter()
-                .map(|c| CommunityRow {
-                    level: c.level,
-                    parent: c.parent,
-                    size: c.members.len() as u32,
-                    is_leaf: c.is_leaf,
-                })
-                .collect(),
-            membership: self
-                .hierarchy
-                .membership()
-                .into_iter()
-                .map(|r| MembershipRow {
-                    level: r.level,
-                    entity: r.node,
-                    community: r.community,
-                    parent: r.parent,
-                    is_leaf: r.is_leaf,
-                })
-                .collect(),
-            reports: self
-                .reports
-                .iter()
-                .map(|r| ReportRow {
-                    level: r.level,
-                    title: r.title.clone(),
-                    summary: r.summary.clone(),
-                    findings: r.findings.clone(),
-                    rank: r.rank,
-                    full_content: r.full_content.clone(),
-                })
-                .collect(),
-            report_sources: self
-                .reports
-                .iter()
-                .flat_map(|r| {
-                    r.quoted_passages
-                        .iter()
-                        .map(|&p| (r.community_id, passage_ids[p as usize].clone()))
-                })
-                .collect(),
-            report_embeddings: self
-                .embeddings
-                .iter()
-                .flatten()
-                .flatten()
-                .copied()
-                .collect(),
-            report_embedding_communities: self
-                .embeddings
-                .iter()
-                .enumerate()
-                .flat_map(|(c, v)| std::iter::repeat_n(c as u32, v.len()))
-                .collect(),
-            document_embeddings: self.document_embeddings.iter().flatten().copied().collect(),
-        })
+    }
+    fn num_passages(&self) -> usize {
+        self.corpus.num_passages()
+    }
+    fn passage(&self, p: u32) -> (u32, u32, &str) {
+        // The last document whose first passage is at or before `p` (empty documents share
+        // their first row with the next one, and own no row).
+        let d = self.first_passage.partition_point(|&f| f <= p) - 1;
+        let position = p - self.first_passage[d];
+        (
+            d as u32,
+            position,
+            &self.corpus.documents[d].passages[position as usize],
+        )
+    }
+    fn concept_id(&self, c: u32) -> &str {
+        &self.vocabulary.concepts[c as usize].id
+    }
+    fn preferred_term(&self, c: u32) -> &str {
+        &self.vocabulary.concepts[c as usize].preferred_term
+    }
+    fn synonyms(&self, c: u32) -> &[String] {
+        &self.vocabulary.concepts[c as usize].synonyms
     }
 }
 
-/// Writes the run through `write_run` and points `LATEST` at it. On any error nothing is
-/// published and `LATEST` is untouched.
+/// Writes the run through `write_run_columns` and points `LATEST` at it. On any error nothing
+/// is published and `LATEST` is untouched. The tables' columns are consumed (the writer sorts
+/// them in place and drops each once written).
 ///
 /// # Errors
 /// [`PipelineError::Engine`] for write failures; [`PipelineError::Internal`] for inconsistent
@@ -218,16 +117,101 @@ impl RunTables<'_> {
 pub fn publish(
     layout: &Layout,
     run_id: &str,
-    tables: &RunTables<'_>,
+    tables: RunTables<'_>,
     parameters: serde_json::Value,
     input_fingerprint: String,
     stats: serde_json::Value,
 ) -> Result<Manifest> {
-    let data = tables.to_run_data()?;
-    let manifest = write_run(
+    let comms = &tables.hierarchy.communities;
+    if comms.iter().enumerate().any(|(i, c)| c.id as usize != i)
+        || tables.reports.len() != comms.len()
+    {
+        return Err(PipelineError::Internal(
+            "communities and reports are not aligned by community id".into(),
+        ));
+    }
+    let docs = &tables.corpus.documents;
+    let mut first_passage = Vec::with_capacity(docs.len());
+    let mut next = 0u32;
+    for d in docs {
+        first_passage.push(next);
+        next += d.passages.len() as u32;
+    }
+    let lookups = CorpusLookups {
+        corpus: tables.corpus,
+        linked: &tables.document_linked,
+        vocabulary: tables.vocabulary,
+        first_passage,
+    };
+    let vocab = tables.vocabulary;
+    let cols = RunColumns {
+        lookups: &lookups,
+        concepts: (0..vocab.concepts.len() as u32).collect(),
+        concept_edges: vocab
+            .broader
+            .iter()
+            .map(|&(c, p)| (c, p, SUBCLASS_OF))
+            .collect(),
+        document_concepts: tables.document_concepts,
+        concept_evidence: tables.concept_evidence,
+        entities: tables
+            .entity_concepts
+            .iter()
+            .enumerate()
+            .map(|(e, &c)| EntityRow {
+                concept_id: vocab.concepts[c as usize].id.clone(),
+                name: vocab.concepts[c as usize].preferred_term.clone(),
+                num_passages: tables.entity_passages[e].len() as u32,
+                degree: tables.entity_degree[e],
+            })
+            .collect(),
+        mentions: tables.mention_counts,
+        relationships: tables.edges,
+        communities: comms
+            .iter()
+            .map(|c| CommunityRow {
+                level: c.level,
+                parent: c.parent,
+                size: c.members.len() as u32,
+                is_leaf: c.is_leaf,
+            })
+            .collect(),
+        membership: tables
+            .hierarchy
+            .membership()
+            .into_iter()
+            .map(|r| MembershipRow {
+                level: r.level,
+                entity: r.node,
+                community: r.community,
+                parent: r.parent,
+                is_leaf: r.is_leaf,
+            })
+            .collect(),
+        reports: tables
+            .reports
+            .iter()
+            .map(|r| ReportRow {
+                level: r.level,
+                title: r.title.clone(),
+                summary: r.summary.clone(),
+                findings: r.findings.clone(),
+                rank: r.rank,
+                full_content: r.full_content.clone(),
+            })
+            .collect(),
+        report_sources: tables
+            .reports
+            .iter()
+            .flat_map(|r| r.quoted_passages.iter().map(|&p| (r.community_id, p)))
+            .collect(),
+        report_embeddings: tables.report_vectors,
+        document_embeddings: tables.document_embeddings,
+    };
+    let manifest = write_run_columns(
         layout,
         run_id,
-        &data,
+        cols,
         &tables.embedder,
         parameters,
         input_fingerprint,

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use agrag_engine::embed::Embedder;
+use agrag_engine::format::tables::ReportVectors;
 use agrag_engine::format::{Layout, new_run_id};
 use agrag_engine::visibility::{Target, Visibility, VisibilityStore};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -579,6 +580,7 @@ fn run_in_pool(cfg: &RunConfig, sources: &Sources) -> Result<RunSummary> {
         .map(|&p| passage_refs[p as usize].text)
         .collect();
     let passage_vectors = embed_texts(cfg.embedder.as_ref(), &passage_texts, "passages", &bar)?;
+    drop(passage_texts);
     phases.finish(
         "embed_passages",
         bar,
@@ -589,55 +591,73 @@ fn run_in_pool(cfg: &RunConfig, sources: &Sources) -> Result<RunSummary> {
         let i = needed.binary_search(&p).unwrap_or_default();
         &passage_vectors[i]
     };
-    let embeddings: Vec<Vec<Vec<f32>>> = texts
-        .iter()
-        .zip(&best_passages)
-        .enumerate()
-        .map(|(c, (texts, best))| {
-            let mut vectors: Vec<Vec<f32>> = text_vectors.by_ref().take(texts.len()).collect();
-            vectors.extend(best.iter().map(|&p| passage_vector(p).to_vec()));
-            if recipe.centroid > 0 && !centroid_rows(c).is_empty() {
-                let mut mean = vec![0.0f32; identity.dim];
-                for &p in centroid_rows(c) {
-                    for (m, x) in mean.iter_mut().zip(passage_vector(p)) {
-                        *m += x;
-                    }
-                }
-                agrag_engine::embed::l2_normalize(&mut mean);
-                vectors.push(mean);
-            }
-            vectors
-        })
-        .collect();
-
     let titles: Vec<&str> = corpus.documents.iter().map(|d| d.title.as_str()).collect();
     let (bar, t) = phases.start("embed_documents", Some(titles.len() as u64));
     let title_vectors = embed_texts(cfg.embedder.as_ref(), &titles, "document titles", &bar)?;
+    drop(titles);
+    // Row-major, written as is: the writer makes its Arrow array over this buffer.
+    let mut document_embeddings: Vec<f32> =
+        Vec::with_capacity(corpus.documents.len() * identity.dim);
     let mut first_passage = 0u32;
-    let document_embeddings: Vec<Vec<f32>> = corpus
-        .documents
-        .iter()
-        .zip(&title_vectors)
-        .map(|(d, title)| {
-            let rows = first_passage..first_passage + d.passages.len() as u32;
-            first_passage = rows.end;
-            let mut parts: Vec<&[f32]> = vec![title.as_slice()];
-            parts.extend(
-                rows.filter(|&p| !passage_excluded[p as usize])
-                    .map(passage_vector),
-            );
-            document_vector(&parts)
-        })
-        .collect();
+    for (d, title) in corpus.documents.iter().zip(&title_vectors) {
+        let rows = first_passage..first_passage + d.passages.len() as u32;
+        first_passage = rows.end;
+        let mut parts: Vec<&[f32]> = vec![title.as_slice()];
+        // A closure of its own: its references coerce to the title's borrow, so the titles'
+        // vectors can be dropped once the documents' are made.
+        parts.extend(
+            rows.filter(|&p| !passage_excluded[p as usize])
+                .map(|p| -> &[f32] { passage_vector(p) }),
+        );
+        document_embeddings.extend(document_vector(&parts));
+    }
+    drop(title_vectors);
     phases.finish(
         "embed_documents",
         bar,
         t,
         format!(
             "{} document vectors from their titles and passages",
-            document_embeddings.len(),
+            corpus.documents.len(),
         ),
     );
+
+    // Each community's vectors, row-major in community order: its texts' vectors, then its
+    // best passages' own vectors (copied once, from the passage vectors, into the buffer the
+    // writer takes), then the centroid. The passage vectors are dropped before publishing.
+    let mut report_vectors = ReportVectors::default();
+    for (c, (texts, best)) in texts.iter().zip(&best_passages).enumerate() {
+        let before = report_vectors.values.len();
+        for v in text_vectors.by_ref().take(texts.len()) {
+            report_vectors.values.extend_from_slice(&v);
+        }
+        for &p in best {
+            report_vectors.values.extend_from_slice(passage_vector(p));
+        }
+        if recipe.centroid > 0 && !centroid_rows(c).is_empty() {
+            let mut mean = vec![0.0f32; identity.dim];
+            for &p in centroid_rows(c) {
+                for (m, x) in mean.iter_mut().zip(passage_vector(p)) {
+                    *m += x;
+                }
+            }
+            agrag_engine::embed::l2_normalize(&mut mean);
+            report_vectors.values.extend_from_slice(&mean);
+        }
+        let rows = (report_vectors.values.len() - before) / identity.dim.max(1);
+        if rows == 0 {
+            return Err(PipelineError::Internal(format!(
+                "community {c} has no vector"
+            )));
+        }
+        report_vectors
+            .communities
+            .extend(std::iter::repeat_n(c as u32, rows));
+    }
+    drop(passage_vectors);
+    drop(needed);
+    drop(flat);
+    drop(texts);
 
     // 7. Publish.
     let (bar, t) = phases.start("publish", None);
@@ -645,6 +665,12 @@ fn run_in_pool(cfg: &RunConfig, sources: &Sources) -> Result<RunSummary> {
     let entity_degree: Vec<f64> = (0..num_entities as u32)
         .map(|e| graph.weighted_degree(e))
         .collect();
+    let num_edges = graph.num_edges();
+    // What only the stages before publishing needed goes before the writer allocates, so its
+    // batches and row groups reuse that memory.
+    drop((graph, adjacency, occurrences, mentions, passage_refs));
+    drop((ranked, assigned, best_passages, names, aliases));
+    drop((passage_excluded, passage_hidden));
     let parameters = serde_json::json!({
         "documents": cfg.documents,
         "vocabulary": cfg.vocabulary,
@@ -689,7 +715,7 @@ fn run_in_pool(cfg: &RunConfig, sources: &Sources) -> Result<RunSummary> {
         mentions: num_mentions,
         mean_mentions_per_passage: num_mentions as f64 / num_passages.max(1) as f64,
         entities: num_entities,
-        edges: graph.num_edges(),
+        edges: num_edges,
         communities_per_level: per_level,
         modularity,
         isolates: hierarchy.stats.isolates,
@@ -729,14 +755,14 @@ fn run_in_pool(cfg: &RunConfig, sources: &Sources) -> Result<RunSummary> {
         edges: &co.edges,
         hierarchy: &hierarchy,
         reports: &reports,
-        embeddings: &embeddings,
-        document_embeddings: &document_embeddings,
+        report_vectors,
+        document_embeddings,
         embedder: identity,
     };
     publish(
         &layout,
         &run_id,
-        &tables,
+        tables,
         parameters,
         fp.finalize().to_hex().to_string(),
         stats,

@@ -161,9 +161,10 @@ impl Document {
     }
 }
 
-/// The stable id of passage `position` of document `key`: `<key>#<position>`.
+/// The stable id of passage `position` of document `key`: `<key>#<position>`, by the
+/// contract's one rule ([`agrag_engine::format::passage_id`]).
 pub fn passage_id(key: &str, position: usize) -> String {
-    format!("{key}#{position}")
+    agrag_engine::format::passage_id(key, position as u32)
 }
 
 /// Every document of one input, in input order.

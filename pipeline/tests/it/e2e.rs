@@ -397,3 +397,116 @@ fn readme_sample_output_has_the_layout_the_binary_prints() {
     let got: Vec<String> = printed.lines().map(label).collect();
     assert_eq!(got, want, "README:\n{block}\nprinted:\n{printed}");
 }
+
+/// The string column `name` of every row of Parquet file `table` of the run in `dir`.
+fn strings_of(dir: &Path, table: &str, name: &str) -> Vec<Option<String>> {
+    use arrow_array::Array as _;
+    let f = std::fs::File::open(dir.join(table)).unwrap();
+    let r = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(f)
+        .unwrap()
+        .build()
+        .unwrap();
+    let mut out = Vec::new();
+    for b in r {
+        let b = b.unwrap();
+        let col = b.column_by_name(name).unwrap();
+        if let Some(s) = col.as_any().downcast_ref::<arrow_array::StringArray>() {
+            out.extend((0..s.len()).map(|i| s.is_valid(i).then(|| s.value(i).to_owned())));
+        } else {
+            let u = col
+                .as_any()
+                .downcast_ref::<arrow_array::UInt32Array>()
+                .unwrap();
+            // Zero-padded, so that string order is number order.
+            out.extend((0..u.len()).map(|i| Some(format!("{:010}", u.value(i)))));
+        }
+    }
+    out
+}
+
+/// Rows of `table` as tuples of the named columns.
+fn rows_of(dir: &Path, table: &str, names: &[&str]) -> Vec<Vec<Option<String>>> {
+    let cols: Vec<Vec<Option<String>>> = names.iter().map(|n| strings_of(dir, table, n)).collect();
+    (0..cols[0].len())
+        .map(|i| cols.iter().map(|c| c[i].clone()).collect())
+        .collect()
+}
+
+/// The writer sorts integer rows by the ranks of the strings they stand for; on the real
+/// fixture every table is sorted by its strings as the README says (passage ids compared as
+/// strings, so `k#10` before `k#2`), deduplicated where it says so, and every passage id is
+/// `<document_key>#<position>` of a passage of the run.
+#[test]
+fn published_tables_are_sorted_by_their_strings() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = run(&fixture_config(dir.path())).unwrap();
+    let run_dir = Layout::new(dir.path()).run_dir(&s.run_id);
+    let passages = rows_of(
+        &run_dir,
+        "passages.parquet",
+        &["passage_id", "document_key", "position"],
+    );
+    let mut ids = HashSet::new();
+    for p in &passages {
+        let (id, key, pos) = (
+            p[0].clone().unwrap(),
+            p[1].clone().unwrap(),
+            p[2].clone().unwrap(),
+        );
+        assert_eq!(id, format!("{key}#{}", pos.parse::<u32>().unwrap()));
+        ids.insert(id);
+    }
+    assert!(
+        passages
+            .windows(2)
+            .all(|w| (&w[0][1], &w[0][2]) < (&w[1][1], &w[1][2]))
+    );
+    let strictly = |rows: &[Vec<Option<String>>]| rows.windows(2).all(|w| w[0] < w[1]);
+    let checks: &[(&str, &[&str], bool)] = &[
+        (
+            "mentions.parquet",
+            &["entity_id", "passage_id", "num_occurrences"],
+            false,
+        ),
+        (
+            "report_sources.parquet",
+            &["community_id", "passage_id"],
+            true,
+        ),
+        (
+            "concept_evidence.parquet",
+            &["document_key", "concept_id", "way", "passage_id"],
+            true,
+        ),
+        (
+            "document_concepts.parquet",
+            &["node_field", "document_key", "concept_id"],
+            true,
+        ),
+        (
+            "concept_edges.parquet",
+            &["child", "parent", "relation"],
+            true,
+        ),
+        ("concepts.parquet", &["concept_id"], true),
+    ];
+    for &(table, names, strict) in checks {
+        let rows = rows_of(&run_dir, table, names);
+        assert!(rows.len() > 1, "{table}");
+        if strict {
+            assert!(strictly(&rows), "{table} is not sorted and deduplicated");
+        } else {
+            assert!(
+                rows.windows(2).all(|w| w[0] <= w[1]),
+                "{table} is not sorted"
+            );
+        }
+        if let Some(i) = names.iter().position(|n| *n == "passage_id") {
+            assert!(
+                rows.iter()
+                    .all(|r| r[i].as_ref().is_none_or(|p| ids.contains(p))),
+                "{table} names a passage the run lacks"
+            );
+        }
+    }
+}
