@@ -708,7 +708,7 @@ pub fn write_run_columns<'a>(
     let prank = passage_ranks(l);
     let pk = |p: u32| prank[p as usize];
     let ev_key = |r: &(u32, u32, u32, Option<u32>)| (r.0, rk(r.1), r.2, r.3.map(pk));
-    concept_evidence.sort_unstable_by(|a, b| ev_key(a).cmp(&ev_key(b)));
+    concept_evidence.sort_unstable_by_key(ev_key);
     concept_evidence.dedup_by(|a, b| ev_key(a) == ev_key(b));
     let ev = &concept_evidence;
     let schema = concept_evidence::schema();
