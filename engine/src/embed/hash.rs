@@ -1,5 +1,6 @@
 //! The built-in, model-free embedder.
 
+#[cfg(test)]
 use std::collections::BTreeMap;
 
 use super::{Embedder, EmbedderIdentity, l2_normalize};
@@ -53,7 +54,7 @@ pub struct HashEmbedder {
     identity: EmbedderIdentity,
 }
 
-/// English function words that carry no topic.
+/// English function words that carry no topic, sorted (looked up by binary search).
 pub(super) const STOP_WORDS: &[&str] = &[
     "a", "about", "after", "all", "also", "an", "and", "any", "are", "as", "at", "be", "been",
     "before", "being", "between", "both", "but", "by", "can", "could", "did", "do", "does",
@@ -89,50 +90,216 @@ impl HashEmbedder {
         }
     }
 
-    fn embed_one(&self, text: &str) -> Vec<f32> {
-        let words = tokenize(text);
-        // feature → (unit weight, term frequency), in sorted order for a fixed summation order.
-        let mut features: BTreeMap<Vec<u8>, (f32, u32)> = BTreeMap::new();
-        let mut bump = |key: Vec<u8>, unit: f32| features.entry(key).or_insert((unit, 0)).1 += 1;
-        for (i, w) in words.iter().enumerate() {
-            bump([b"w:", w.as_bytes()].concat(), WORD_WEIGHT);
-            if let Some(next) = words.get(i + 1) {
-                bump(
-                    [b"b:", w.as_bytes(), b" ", next.as_bytes()].concat(),
-                    BIGRAM_WEIGHT,
-                );
-            }
-            if !w.chars().any(char::is_alphabetic) {
-                continue;
-            }
-            let chars: Vec<char> = std::iter::once('^')
-                .chain(w.chars())
-                .chain(std::iter::once('$'))
-                .collect();
-            for n in CHAR_NGRAM_LENGTHS {
-                for gram in chars.windows(n) {
-                    let mut key = b"c:".to_vec();
-                    key.extend(gram.iter().collect::<String>().bytes());
-                    bump(key, CHAR_NGRAM_WEIGHT);
-                }
-            }
-        }
+    /// The vector of one text, built in `scratch` (reused across the texts of a batch).
+    ///
+    /// Every feature key is written once into one byte arena; sorting the keys gives the
+    /// features in the order a sorted map would, so each bucket sums the same terms in the
+    /// same order and the vector is bit-for-bit what the definition above gives.
+    fn embed_one(&self, text: &str, scratch: &mut Scratch) -> Vec<f32> {
+        scratch.tokenize(text);
+        scratch.features();
+        let Scratch { keys, features, .. } = scratch;
+        features.sort_unstable_by(|a, b| a.key(keys).cmp(b.key(keys)));
         let dim = self.identity.dim as u64;
         let mut v = vec![0.0f32; self.identity.dim];
-        for (key, &(unit, tf)) in &features {
+        let mut i = 0;
+        while i < features.len() {
+            let key = features[i].key(keys);
+            let mut j = i + 1;
+            while j < features.len() && features[j].key(keys) == key {
+                j += 1;
+            }
             let h = fnv1a64(key);
             let bucket = usize::try_from(h % dim).unwrap_or(0);
             let sign = if h >> 63 == 1 { -1.0 } else { 1.0 };
+            let unit = match key[0] {
+                b'w' => WORD_WEIGHT,
+                b'b' => BIGRAM_WEIGHT,
+                _ => CHAR_NGRAM_WEIGHT,
+            };
             #[allow(clippy::cast_precision_loss)] // tf is a count within one text
-            let weight = unit * (1.0 + (tf as f32).ln());
+            let weight = unit * (1.0 + ((j - i) as f32).ln());
             v[bucket] += sign * weight;
+            i = j;
         }
         l2_normalize(&mut v);
         v
     }
 }
 
+/// A feature key: a byte range of [`Scratch::keys`].
+#[derive(Debug, Clone, Copy)]
+struct Span {
+    start: u32,
+    end: u32,
+}
+
+impl Span {
+    fn key(self, arena: &[u8]) -> &[u8] {
+        &arena[self.start as usize..self.end as usize]
+    }
+}
+
+/// Buffers one text's tokens and feature keys are built in, kept across the texts of a batch
+/// so that a text costs no allocation but its vector.
+#[derive(Debug, Default)]
+struct Scratch {
+    /// The text's words, lower-cased and folded, back to back.
+    words: String,
+    /// Each word's byte range in `words`.
+    word_spans: Vec<Span>,
+    /// Every feature key of the text, back to back (`w:…`, `b:… …`, `c:…`).
+    keys: Vec<u8>,
+    /// Each feature's key in `keys`, one entry per occurrence.
+    features: Vec<Span>,
+    /// Byte offsets of the characters of `^word$`, and its end.
+    char_ends: Vec<usize>,
+    /// `^word$` of the word whose n-grams are being taken.
+    marked: String,
+}
+
+impl Scratch {
+    /// Fills `words`/`word_spans` with the tokens [`tokenize`] gives, without a `String` each.
+    fn tokenize(&mut self, text: &str) {
+        self.words.clear();
+        self.word_spans.clear();
+        for raw in text.split(|c: char| !c.is_alphanumeric()) {
+            if raw.is_empty() {
+                continue;
+            }
+            let start = self.words.len();
+            if raw.is_ascii() {
+                self.words
+                    .extend(raw.bytes().map(|b| char::from(b.to_ascii_lowercase())));
+            } else {
+                self.words.push_str(&raw.to_lowercase());
+            }
+            let word = &self.words[start..];
+            if STOP_WORDS.binary_search(&word).is_ok() {
+                self.words.truncate(start);
+                continue;
+            }
+            // The plural rule of `singular`, applied in place.
+            let plural = word.len() > 4 && word.ends_with('s');
+            let ies = plural && word.ends_with("ies");
+            let kept = word.ends_with("ss") || word.ends_with("us") || word.ends_with("is");
+            if ies {
+                self.words.truncate(self.words.len() - 3);
+                self.words.push('y');
+            } else if plural && !kept {
+                self.words.pop();
+            }
+            self.word_spans.push(span(start, self.words.len()));
+        }
+    }
+
+    /// Fills `keys`/`features` with every feature occurrence of the tokenized words.
+    fn features(&mut self) {
+        self.keys.clear();
+        self.features.clear();
+        for (i, &w) in self.word_spans.iter().enumerate() {
+            let word = &self.words[w.start as usize..w.end as usize];
+            let start = self.keys.len();
+            self.keys.extend_from_slice(b"w:");
+            self.keys.extend_from_slice(word.as_bytes());
+            self.features.push(span(start, self.keys.len()));
+            if let Some(&next) = self.word_spans.get(i + 1) {
+                let start = self.keys.len();
+                self.keys.extend_from_slice(b"b:");
+                self.keys.extend_from_slice(word.as_bytes());
+                self.keys.push(b' ');
+                self.keys.extend_from_slice(
+                    &self.words.as_bytes()[next.start as usize..next.end as usize],
+                );
+                self.features.push(span(start, self.keys.len()));
+            }
+            if !word.chars().any(char::is_alphabetic) {
+                continue;
+            }
+            self.marked.clear();
+            self.marked.push('^');
+            self.marked.push_str(word);
+            self.marked.push('$');
+            self.char_ends.clear();
+            self.char_ends
+                .extend(self.marked.char_indices().map(|(at, _)| at).skip(1));
+            self.char_ends.push(self.marked.len());
+            // char_ends[k] is where character k + 1 ends; a window of n characters starting
+            // at character s spans [start of s, end of s + n - 1].
+            let chars = self.char_ends.len();
+            for n in CHAR_NGRAM_LENGTHS {
+                for s in 0..=chars.saturating_sub(n) {
+                    if s + n > chars {
+                        break;
+                    }
+                    let from = if s == 0 { 0 } else { self.char_ends[s - 1] };
+                    let to = self.char_ends[s + n - 1];
+                    let start = self.keys.len();
+                    self.keys.extend_from_slice(b"c:");
+                    self.keys
+                        .extend_from_slice(&self.marked.as_bytes()[from..to]);
+                    self.features.push(span(start, self.keys.len()));
+                }
+            }
+        }
+    }
+}
+
+/// A [`Span`] of `start..end`; a text longer than 4 GiB of features is not one a passage has.
+fn span(start: usize, end: usize) -> Span {
+    let narrow = |x: usize| u32::try_from(x).expect("a text's features fit in 4 GiB");
+    Span {
+        start: narrow(start),
+        end: narrow(end),
+    }
+}
+
+/// The vector of one text as the definition reads: a sorted map of owned keys. The reference
+/// the fast path is held to, bit for bit.
+#[cfg(test)]
+fn embed_reference(dim: usize, text: &str) -> Vec<f32> {
+    let words = tokenize(text);
+    // feature → (unit weight, term frequency), in sorted order for a fixed summation order.
+    let mut features: BTreeMap<Vec<u8>, (f32, u32)> = BTreeMap::new();
+    let mut bump = |key: Vec<u8>, unit: f32| features.entry(key).or_insert((unit, 0)).1 += 1;
+    for (i, w) in words.iter().enumerate() {
+        bump([b"w:", w.as_bytes()].concat(), WORD_WEIGHT);
+        if let Some(next) = words.get(i + 1) {
+            bump(
+                [b"b:", w.as_bytes(), b" ", next.as_bytes()].concat(),
+                BIGRAM_WEIGHT,
+            );
+        }
+        if !w.chars().any(char::is_alphabetic) {
+            continue;
+        }
+        let chars: Vec<char> = std::iter::once('^')
+            .chain(w.chars())
+            .chain(std::iter::once('$'))
+            .collect();
+        for n in CHAR_NGRAM_LENGTHS {
+            for gram in chars.windows(n) {
+                let mut key = b"c:".to_vec();
+                key.extend(gram.iter().collect::<String>().bytes());
+                bump(key, CHAR_NGRAM_WEIGHT);
+            }
+        }
+    }
+    let mut v = vec![0.0f32; dim];
+    for (key, &(unit, tf)) in &features {
+        let h = fnv1a64(key);
+        let bucket = usize::try_from(h % dim as u64).unwrap_or(0);
+        let sign = if h >> 63 == 1 { -1.0 } else { 1.0 };
+        #[allow(clippy::cast_precision_loss)] // tf is a count within one text
+        let weight = unit * (1.0 + (tf as f32).ln());
+        v[bucket] += sign * weight;
+    }
+    l2_normalize(&mut v);
+    v
+}
+
 /// Lower-cased word tokens, stop words removed, plural endings folded.
+#[cfg(test)]
 fn tokenize(text: &str) -> Vec<String> {
     text.split(|c: char| !c.is_alphanumeric())
         .filter(|w| !w.is_empty())
@@ -144,6 +311,7 @@ fn tokenize(text: &str) -> Vec<String> {
 
 /// Folds a plural ending: *-ies* → *-y* and a final *s* dropped, for words longer than four
 /// letters (not *-ss*, *-us*, *-is*: *class*, *virus*, *analysis*).
+#[cfg(test)]
 fn singular(w: String) -> String {
     if w.len() <= 4 || !w.ends_with('s') {
         return w;
@@ -182,7 +350,11 @@ impl Embedder for HashEmbedder {
     }
 
     fn embed_batch(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
-        Ok(texts.iter().map(|t| self.embed_one(t)).collect())
+        let mut scratch = Scratch::default();
+        Ok(texts
+            .iter()
+            .map(|t| self.embed_one(t, &mut scratch))
+            .collect())
     }
 }
 
@@ -260,6 +432,55 @@ mod tests {
         let (a, b, d) = (dot(&once, &c), dot(&thrice, &c), dot(&ten, &c));
         assert!(a > b && b > d, "{a} {b} {d}");
         assert!(d > 0.25, "ten repetitions weigh 1 + ln 10, not 10: {d}");
+    }
+
+    /// The fast path gives the reference's bits, on texts that exercise each rule (stop words,
+    /// plurals, digits, non-ASCII letters whose lower case is longer, repeated features) and
+    /// on every title and passage of the shipped corpus.
+    #[test]
+    fn the_fast_path_gives_the_reference_bits() {
+        let e = HashEmbedder::default();
+        let mut texts: Vec<String> = [
+            "",
+            "the of and",
+            "Statins statins STATINS reduce the studies' mortality: 2.6 vs 26%",
+            "classes viruses analysis therapies series bus kiss ies ss",
+            "İstanbul ÆSIR Straße naïve café ΣΊΣΥΦΟΣ 東京 中文字 ǅemal",
+            "a-b_c/d e—f g\u{300}h ⅷ ² ½ x",
+            "cell death cell death cell death",
+        ]
+        .iter()
+        .map(|t| (*t).to_owned())
+        .collect();
+        let corpus = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../data/pubmedqa/documents.jsonl");
+        let shipped = std::fs::read_to_string(&corpus).expect("the shipped corpus");
+        for line in shipped.lines() {
+            let doc: serde_json::Value = serde_json::from_str(line).expect("a JSON document");
+            texts.push(doc["title"].as_str().unwrap_or_default().to_owned());
+            for p in doc["passages"].as_array().into_iter().flatten() {
+                texts.push(p.as_str().unwrap_or_default().to_owned());
+            }
+        }
+        assert!(texts.len() > 3_000, "{} texts", texts.len());
+        let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+        for dim in [384, 7] {
+            let fast = HashEmbedder::new(dim).embed_batch(&refs).unwrap();
+            for (text, v) in refs.iter().zip(&fast) {
+                let want = embed_reference(dim, text);
+                let (a, b): (Vec<u32>, Vec<u32>) = (
+                    v.iter().map(|x| x.to_bits()).collect(),
+                    want.iter().map(|x| x.to_bits()).collect(),
+                );
+                assert_eq!(a, b, "dim {dim}: {text:?}");
+            }
+        }
+        assert_eq!(e.embed(&texts[2]).unwrap(), embed_reference(384, &texts[2]));
+    }
+
+    #[test]
+    fn stop_words_are_sorted_for_binary_search() {
+        assert!(STOP_WORDS.windows(2).all(|w| w[0] < w[1]));
     }
 
     #[test]
