@@ -35,10 +35,10 @@ use super::abbreviation::{find_definitions, occurrences_of_each};
 use super::age::{AGE_GROUPS, AGE_WORDS, age_intervals, groups_overlapping};
 use super::tags::{
     ANIMAL_WORDS, BOTH_SEXES_WORDS, DESIGN_RULES, FEMALE_WORDS, HUMAN_WORDS, MALE_WORDS,
-    PREGNANCY_WORDS, any_phrase,
+    PREGNANCY_WORDS,
 };
 use super::text::{Token, contains_phrase, tokenize, words};
-use super::{Link, LinkConfig, Linker, TermIndex, Vocabulary};
+use super::{Candidates, Link, LinkConfig, Linker, TermIndex, Vocabulary};
 use crate::error::Result;
 
 /// Concepts left out of the document set when the `noise_filter` rule is on: headings whose
@@ -387,7 +387,6 @@ impl DocumentLinker {
     /// As [`Linker::new`].
     pub fn new(vocab: &Vocabulary, link: &LinkConfig) -> Result<Self> {
         let cfg = &link.document;
-        let graph = Linker::new(vocab, link)?;
         let open_cfg = LinkConfig {
             stoplist: if cfg.rules.noise_filter {
                 cfg.noise_stoplist.clone()
@@ -396,7 +395,8 @@ impl DocumentLinker {
             },
             ..link.clone()
         };
-        let open = Linker::new(vocab, &open_cfg)?;
+        // One automaton for both: every passage is scanned once for the two.
+        let [graph, open] = Linker::sharing(vocab, [link, &open_cfg])?;
         let stop: HashSet<String> = link.stoplist.iter().map(|s| normalize_term(s)).collect();
         let graph_stopped = vocab
             .concepts
@@ -446,8 +446,18 @@ impl DocumentLinker {
         let segments: Vec<&str> = std::iter::once(title)
             .chain(passages.iter().copied())
             .collect();
-        let mut open: Vec<Vec<Link>> = segments.iter().map(|s| self.open.find(s)).collect();
-        let mut graph: Vec<Vec<Link>> = passages.iter().map(|s| self.graph.find(s)).collect();
+        let candidates: Vec<Candidates> =
+            segments.iter().map(|s| self.open.candidates(s)).collect();
+        let mut open: Vec<Vec<Link>> = segments
+            .iter()
+            .zip(&candidates)
+            .map(|(s, c)| self.open.accept(s, c))
+            .collect();
+        let mut graph: Vec<Vec<Link>> = passages
+            .iter()
+            .zip(&candidates[1..])
+            .map(|(s, c)| self.graph.accept(s, c))
+            .collect();
         // Links created by abbreviation uses, per segment, with the segment of the definition.
         let mut via_abbreviation: Vec<Vec<(Link, usize)>> = vec![Vec::new(); segments.len()];
         if self.rules.abbreviations {
@@ -505,12 +515,20 @@ impl DocumentLinker {
         // Inferred headings. `segs` gives the segments (0 = title) holding any of the phrases.
         let tokens: Vec<Vec<Token>> = segments[first..].iter().map(|s| tokenize(s)).collect();
         let word_lists: Vec<Vec<&str>> = tokens.iter().map(|t| words(t)).collect();
+        // A phrase can occur in a segment only if its first word does: one set lookup spares
+        // most of the window scans (the rules hold a few hundred phrases).
+        let word_sets: Vec<HashSet<&str>> = word_lists
+            .iter()
+            .map(|w| w.iter().copied().collect())
+            .collect();
+        let has_phrase = |i: usize, phrase: &str| {
+            let lead = phrase.split(' ').next().unwrap_or(phrase);
+            word_sets[i].contains(lead) && contains_phrase(&word_lists[i], phrase)
+        };
         let segs = |phrases: &[&str]| -> Vec<usize> {
-            word_lists
-                .iter()
-                .enumerate()
-                .filter(|(_, w)| any_phrase(w, phrases))
-                .map(|(i, _)| first + i)
+            (0..word_lists.len())
+                .filter(|&i| phrases.iter().any(|p| has_phrase(i, p)))
+                .map(|i| first + i)
                 .collect()
         };
         let singles = |s: &[usize]| -> Vec<Vec<usize>> { s.iter().map(|&k| vec![k]).collect() };
@@ -567,8 +585,8 @@ impl DocumentLinker {
                 }
             }
             for (phrase, named) in AGE_WORDS {
-                for (i, w) in word_lists.iter().enumerate() {
-                    if contains_phrase(w, phrase) {
+                for i in 0..word_lists.len() {
+                    if has_phrase(i, phrase) {
                         groups.extend(named.iter().map(|g| (*g, first + i)));
                     }
                 }

@@ -31,6 +31,7 @@ mod text;
 mod vocabulary;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::Arc;
 
 use agrag_engine::format::normalize::{fold_text, normalize_term, normalize_term_keep_case};
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
@@ -224,11 +225,25 @@ pub struct Link {
 }
 
 /// A compiled dictionary linker over one vocabulary.
+///
+/// Several linkers over one vocabulary that differ only in their stoplists can share one
+/// automaton ([`Linker::sharing`]): a pattern a linker does not link has no targets in it, and
+/// a span without targets is never accepted, so each answers as if it had its own automaton,
+/// and one scan of a text ([`Linker::candidates`]) serves them all.
 #[derive(Debug)]
 pub struct Linker {
-    automaton: AhoCorasick,
+    automaton: Arc<AhoCorasick>,
+    /// Targets per pattern of `automaton` (empty for a pattern this linker does not link).
     targets: Vec<Vec<Target>>,
+    /// Patterns with at least one target.
+    num_patterns: usize,
 }
+
+/// The candidate matches of one text: every whole-word occurrence of a pattern of the shared
+/// automaton, as `(start, end, pattern)` with byte offsets of the text as given, in the
+/// automaton's report order.
+#[derive(Debug, Clone, Default)]
+pub struct Candidates(Vec<(usize, usize, usize)>);
 
 fn is_case_sensitive(term: &str, cfg: &LinkConfig) -> bool {
     let n = term.chars().count();
@@ -311,6 +326,67 @@ pub fn excluded_by_branch(vocab: &Vocabulary, roots: &[String]) -> Vec<bool> {
     state.into_iter().map(|s| s == 2).collect()
 }
 
+/// Pattern key ([`normalize_term`]) → the concepts a match of it links to under `cfg`.
+fn targets_by_key(vocab: &Vocabulary, cfg: &LinkConfig) -> Result<BTreeMap<String, Vec<Target>>> {
+    if cfg.min_term_chars < 2 {
+        return Err(PipelineError::InvalidConfig {
+            field: "min_term_chars",
+            value: cfg.min_term_chars.to_string(),
+            expected: "at least 2",
+        });
+    }
+    let stop: HashSet<String> = cfg.stoplist.iter().map(|s| normalize_term(s)).collect();
+    let excluded = excluded_by_branch(vocab, &cfg.excluded_branches);
+    // Pattern key ([`normalize_term`]) → targets.
+    let mut by_key: BTreeMap<String, Vec<Target>> = BTreeMap::new();
+    for (ci, concept) in vocab.concepts.iter().enumerate() {
+        if excluded[ci] || stop.contains(&normalize_term(&concept.preferred_term)) {
+            continue;
+        }
+        let ci = ci as u32;
+        let terms = std::iter::once((&concept.preferred_term, true))
+            .chain(concept.synonyms.iter().map(|s| (s, false)));
+        for (term, preferred) in terms {
+            let mut variants = vec![(term.clone(), preferred)];
+            if cfg.cancer_variants {
+                variants.extend(cancer_variants(term).into_iter().map(|v| (v, false)));
+            }
+            if cfg.plural_variants {
+                let plurals: Vec<(String, bool)> = variants
+                    .iter()
+                    .filter_map(|(t, p)| plural_variant(t).map(|v| (v, *p)))
+                    .collect();
+                variants.extend(plurals);
+            }
+            for (t, preferred) in variants {
+                let key = normalize_term(&t);
+                if stop.contains(&key) {
+                    continue;
+                }
+                let exact = is_case_sensitive(&t, cfg);
+                let n = key.chars().count();
+                if n < 2 || (!exact && n < cfg.min_term_chars) {
+                    continue;
+                }
+                by_key.entry(key).or_default().push(Target {
+                    concept: ci,
+                    exact: exact.then(|| normalize_term_keep_case(&t)),
+                    preferred,
+                });
+            }
+        }
+    }
+    for ts in by_key.values_mut() {
+        // A string that is some concept's preferred term links to that concept only.
+        if ts.iter().any(|t| t.preferred) {
+            ts.retain(|t| t.preferred);
+        }
+        ts.sort_by(|a, b| (a.concept, &a.exact).cmp(&(b.concept, &b.exact)));
+        ts.dedup_by(|a, b| a.concept == b.concept && a.exact == b.exact);
+    }
+    Ok(by_key)
+}
+
 impl Linker {
     /// Compiles the linker.
     ///
@@ -318,78 +394,54 @@ impl Linker {
     /// [`PipelineError::InvalidConfig`] for `min_term_chars` < 2;
     /// [`PipelineError::Internal`] when the automaton cannot be built.
     pub fn new(vocab: &Vocabulary, cfg: &LinkConfig) -> Result<Self> {
-        if cfg.min_term_chars < 2 {
-            return Err(PipelineError::InvalidConfig {
-                field: "min_term_chars",
-                value: cfg.min_term_chars.to_string(),
-                expected: "at least 2",
-            });
-        }
-        let stop: HashSet<String> = cfg.stoplist.iter().map(|s| normalize_term(s)).collect();
-        let excluded = excluded_by_branch(vocab, &cfg.excluded_branches);
-        // Pattern key ([`normalize_term`]) → targets.
-        let mut by_key: BTreeMap<String, Vec<Target>> = BTreeMap::new();
-        for (ci, concept) in vocab.concepts.iter().enumerate() {
-            if excluded[ci] || stop.contains(&normalize_term(&concept.preferred_term)) {
-                continue;
-            }
-            let ci = ci as u32;
-            let terms = std::iter::once((&concept.preferred_term, true))
-                .chain(concept.synonyms.iter().map(|s| (s, false)));
-            for (term, preferred) in terms {
-                let mut variants = vec![(term.clone(), preferred)];
-                if cfg.cancer_variants {
-                    variants.extend(cancer_variants(term).into_iter().map(|v| (v, false)));
-                }
-                if cfg.plural_variants {
-                    let plurals: Vec<(String, bool)> = variants
-                        .iter()
-                        .filter_map(|(t, p)| plural_variant(t).map(|v| (v, *p)))
-                        .collect();
-                    variants.extend(plurals);
-                }
-                for (t, preferred) in variants {
-                    let key = normalize_term(&t);
-                    if stop.contains(&key) {
-                        continue;
-                    }
-                    let exact = is_case_sensitive(&t, cfg);
-                    let n = key.chars().count();
-                    if n < 2 || (!exact && n < cfg.min_term_chars) {
-                        continue;
-                    }
-                    by_key.entry(key).or_default().push(Target {
-                        concept: ci,
-                        exact: exact.then(|| normalize_term_keep_case(&t)),
-                        preferred,
-                    });
-                }
-            }
-        }
-        let mut keys = Vec::with_capacity(by_key.len());
-        let mut targets = Vec::with_capacity(by_key.len());
-        for (key, mut ts) in by_key {
-            // A string that is some concept's preferred term links to that concept only.
-            if ts.iter().any(|t| t.preferred) {
-                ts.retain(|t| t.preferred);
-            }
-            ts.sort_by(|a, b| (a.concept, &a.exact).cmp(&(b.concept, &b.exact)));
-            ts.dedup_by(|a, b| a.concept == b.concept && a.exact == b.exact);
-            keys.push(key);
-            targets.push(ts);
-        }
+        let [linker] = Self::sharing(vocab, [cfg])?;
+        Ok(linker)
+    }
+
+    /// Compiles one linker per configuration, all over one automaton of the union of their
+    /// patterns. Each answers [`find`](Self::find) exactly as [`Linker::new`] with its
+    /// configuration would; [`candidates`](Self::candidates) of any of them feeds
+    /// [`accept`](Self::accept) of every other.
+    ///
+    /// # Errors
+    /// As [`Linker::new`], for any of the configurations.
+    pub fn sharing<const N: usize>(
+        vocab: &Vocabulary,
+        cfgs: [&LinkConfig; N],
+    ) -> Result<[Self; N]> {
+        let by_key: Vec<BTreeMap<String, Vec<Target>>> = cfgs
+            .iter()
+            .map(|cfg| targets_by_key(vocab, cfg))
+            .collect::<Result<_>>()?;
+        let mut keys: Vec<&String> = by_key.iter().flat_map(BTreeMap::keys).collect();
+        keys.sort_unstable();
+        keys.dedup();
         let automaton = AhoCorasickBuilder::new()
             .match_kind(MatchKind::Standard)
             .build(&keys)
             .map_err(|e| {
                 PipelineError::Internal(format!("cannot build the term automaton: {e}"))
             })?;
-        Ok(Self { automaton, targets })
+        let automaton = Arc::new(automaton);
+        let linkers: Vec<Self> = by_key
+            .iter()
+            .map(|mine| Self {
+                automaton: Arc::clone(&automaton),
+                targets: keys
+                    .iter()
+                    .map(|k| mine.get(*k).cloned().unwrap_or_default())
+                    .collect(),
+                num_patterns: mine.len(),
+            })
+            .collect();
+        Ok(linkers
+            .try_into()
+            .unwrap_or_else(|_| unreachable!("one linker per configuration")))
     }
 
     /// Number of distinct patterns.
     pub fn num_patterns(&self) -> usize {
-        self.targets.len()
+        self.num_patterns
     }
 
     /// Every accepted match in `text`, ordered by start offset. Offsets are bytes of `text`
@@ -399,6 +451,15 @@ impl Linker {
     /// * Time: **O(n + m log m)** for `n` bytes of text and `m` candidate matches (the
     ///   automaton's overlapping matches); space **O(n + m)**.
     pub fn find(&self, text: &str) -> Vec<Link> {
+        self.accept(text, &self.candidates(text))
+    }
+
+    /// The whole-word occurrences in `text` of every pattern of the automaton this linker
+    /// shares, for [`accept`](Self::accept) of any linker that shares it.
+    ///
+    /// # Complexity
+    /// * Time: **O(n + m)** for `n` bytes of text and `m` overlapping matches.
+    pub fn candidates(&self, text: &str) -> Candidates {
         let alnum_before = |i: usize| {
             text[..i]
                 .chars()
@@ -418,6 +479,27 @@ impl Linker {
             }
             spans.push((s, e, m.pattern().as_usize()));
         }
+        Candidates(spans)
+    }
+
+    /// The accepted matches among `candidates` of `text` (from [`candidates`](Self::candidates)
+    /// of a linker sharing this one's automaton), ordered by start offset, as
+    /// [`find`](Self::find) gives them.
+    ///
+    /// # Complexity
+    /// * Time: **O(m log m)** for `m` candidates.
+    ///
+    /// # Panics
+    /// When `candidates` name a pattern this linker's automaton does not have (they came from
+    /// a linker that does not share it).
+    pub fn accept(&self, text: &str, candidates: &Candidates) -> Vec<Link> {
+        // Patterns this linker does not link are never accepted; drop them before the sort.
+        let mut spans: Vec<(usize, usize, usize)> = candidates
+            .0
+            .iter()
+            .copied()
+            .filter(|&(_, _, p)| !self.targets[p].is_empty())
+            .collect();
         // Longest first, then leftmost; accept spans that do not overlap an accepted one.
         spans.sort_by(|a, b| (b.1 - b.0, a.0).cmp(&(a.1 - a.0, b.0)));
         // Accepted spans, start → end. They never overlap, so the one starting last before

@@ -9,6 +9,7 @@
 //! *Reproducibility of Results*, *Risk Factors* from "predictor", *Survival Rate* from
 //! "survival", *Proportional Hazards Models* from "hazard ratio"…).
 
+#[cfg(test)]
 use super::text::contains_phrase;
 
 /// Words that show a study of people: the population of nearly every clinical abstract.
@@ -302,7 +303,9 @@ pub(crate) const DESIGN_RULES: &[PhraseRule] = &[
     ),
 ];
 
-/// Whether any of `phrases` occurs in `words`.
+/// Whether any of `phrases` occurs in `words` (the plain form of the document linker's
+/// lookup, for the tests of the phrase lists).
+#[cfg(test)]
 pub(crate) fn any_phrase(words: &[&str], phrases: &[&str]) -> bool {
     phrases.iter().any(|p| contains_phrase(words, p))
 }

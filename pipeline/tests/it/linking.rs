@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use agrag_pipeline::ingest::read_jsonl;
 use agrag_pipeline::link::evaluate::{Matching, Scores, score_document};
-use agrag_pipeline::link::{DocumentLinker, LinkConfig, TermIndex, load_vocabulary};
+use agrag_pipeline::link::{DocumentLinker, LinkConfig, Linker, TermIndex, load_vocabulary};
 
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
@@ -61,4 +61,67 @@ fn concept_field_matches_mesh_indexing_above_the_floor() {
     // The lenient measure accepts everything the exact one does.
     assert!(parents.num_predicted_right >= exact.num_predicted_right);
     assert!(parents.num_reference_found >= exact.num_reference_found);
+}
+
+/// Linkers that share one automaton over the union of their patterns answer exactly as each
+/// would with an automaton of its own, on every title and passage of the shipped corpus, for
+/// the graph's stoplist and the document set's noise list (the pair the document linker uses).
+#[test]
+fn a_shared_automaton_links_as_separate_ones_do() {
+    let vocab = load_vocabulary(&repo().join("data/mesh")).unwrap();
+    let corpus = read_jsonl(&repo().join("data/pubmedqa/documents.jsonl")).unwrap();
+    let graph_cfg = LinkConfig::default();
+    let open_cfg = LinkConfig {
+        stoplist: graph_cfg.document.noise_stoplist.clone(),
+        ..graph_cfg.clone()
+    };
+    assert_ne!(graph_cfg.stoplist, open_cfg.stoplist);
+    let own_graph = Linker::new(&vocab, &graph_cfg).unwrap();
+    let own_open = Linker::new(&vocab, &open_cfg).unwrap();
+    let [graph, open] = Linker::sharing(&vocab, [&graph_cfg, &open_cfg]).unwrap();
+    assert_eq!(graph.num_patterns(), own_graph.num_patterns());
+    assert_eq!(open.num_patterns(), own_open.num_patterns());
+    let (mut texts, mut differing_sets) = (0, 0);
+    for doc in &corpus.documents {
+        for text in std::iter::once(&doc.title).chain(&doc.passages) {
+            let shared = open.candidates(text);
+            let (g, o) = (graph.accept(text, &shared), open.accept(text, &shared));
+            assert_eq!(g, own_graph.find(text), "graph links of {text:?}");
+            assert_eq!(o, own_open.find(text), "document-set links of {text:?}");
+            differing_sets += usize::from(g != o);
+            texts += 1;
+        }
+    }
+    assert!(texts > 3_800, "{texts} texts");
+    // The two stoplists do differ on real text, so the check is not between equal linkers.
+    assert!(
+        differing_sets > 100,
+        "{differing_sets} texts link differently"
+    );
+}
+
+/// What the document linker gives on the shipped corpus, pinned: a BLAKE3 digest of every
+/// document's passage mentions, concept set and evidence ways (their `Debug` form). Work that
+/// only makes linking faster must leave it unchanged; a change of the rules changes it, and
+/// the new digest goes here with the change.
+const DOCUMENT_LINKS_DIGEST: &str =
+    "3d107f8d6b74604c40d86cb435aaadc1c39517ca708b0f25b429ab60e3c8650d";
+
+#[test]
+fn the_document_links_of_the_shipped_corpus_are_pinned() {
+    let vocab = load_vocabulary(&repo().join("data/mesh")).unwrap();
+    let corpus = read_jsonl(&repo().join("data/pubmedqa/documents.jsonl")).unwrap();
+    let linker = DocumentLinker::new(&vocab, &LinkConfig::default()).unwrap();
+    let mut hasher = blake3::Hasher::new();
+    for doc in &corpus.documents {
+        let passages: Vec<&str> = doc.passages.iter().map(String::as_str).collect();
+        let links = linker.link_document(&doc.title, &passages);
+        hasher.update(format!("{}\n{links:?}\n", doc.key).as_bytes());
+    }
+    let digest = hasher.finalize().to_hex();
+    assert_eq!(
+        digest.as_str(),
+        DOCUMENT_LINKS_DIGEST,
+        "document links changed"
+    );
 }
