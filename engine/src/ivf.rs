@@ -24,6 +24,7 @@ use rayon::prelude::*;
 
 use crate::embed::dot;
 
+mod assign;
 mod int8;
 
 /// Fewest rows for which a run gets an IVF index. Below it, an exact scan is already cheap
@@ -135,7 +136,7 @@ fn normalize(v: &mut [f32]) -> bool {
 }
 
 /// The most similar centroid of `row` (ties: the lower cell) and its similarity.
-fn nearest(centroids: &[f32], dim: usize, row: &[f32]) -> (u32, f32) {
+pub(super) fn nearest(centroids: &[f32], dim: usize, row: &[f32]) -> (u32, f32) {
     let mut best = (0u32, f32::NEG_INFINITY);
     for (c, cen) in centroids.chunks_exact(dim).enumerate() {
         let s = dot(row, cen);
@@ -144,6 +145,27 @@ fn nearest(centroids: &[f32], dim: usize, row: &[f32]) -> (u32, f32) {
         }
     }
     best
+}
+
+/// [`nearest`] of every row `row(i)` for `i < count`, in order, a block of rows at a time
+/// in parallel (see [`assign::nearest_block`]).
+fn nearest_all<'m>(
+    centroids: &[f32],
+    dim: usize,
+    count: usize,
+    row: impl Fn(usize) -> &'m [f32] + Sync,
+) -> Vec<(u32, f32)> {
+    use assign::BLOCK_ROWS;
+    (0..count.div_ceil(BLOCK_ROWS))
+        .into_par_iter()
+        .flat_map_iter(|b| {
+            let span = b * BLOCK_ROWS..((b + 1) * BLOCK_ROWS).min(count);
+            let rows: Vec<&[f32]> = span.map(&row).collect();
+            let mut out = [(0u32, 0.0f32); BLOCK_ROWS];
+            assign::nearest_block(centroids, dim, &rows, &mut out[..rows.len()]);
+            out.into_iter().take(rows.len())
+        })
+        .collect()
 }
 
 /// Trains a spherical k-means partition of the `rows × dim` row-major `matrix`.
@@ -180,10 +202,7 @@ pub fn build(matrix: &[f32], dim: usize, params: &IvfParams) -> IvfPartition {
     sample.sort_unstable();
     let mut cells: Vec<u32> = vec![u32::MAX; sample.len()];
     for _ in 0..params.iterations.max(1) {
-        let assigned: Vec<(u32, f32)> = sample
-            .par_iter()
-            .map(|&r| nearest(&centroids, dim, row(r as usize)))
-            .collect();
+        let assigned = nearest_all(&centroids, dim, sample.len(), |i| row(sample[i] as usize));
         let changed = assigned
             .iter()
             .zip(&cells)
@@ -218,9 +237,9 @@ pub fn build(matrix: &[f32], dim: usize, params: &IvfParams) -> IvfPartition {
             }
         }
     }
-    let assignment = (0..rows)
-        .into_par_iter()
-        .map(|r| nearest(&centroids, dim, row(r)).0)
+    let assignment = nearest_all(&centroids, dim, rows, row)
+        .into_iter()
+        .map(|(c, _)| c)
         .collect();
     IvfPartition {
         centroids,
@@ -581,6 +600,27 @@ mod tests {
             m.extend(v);
         }
         m
+    }
+
+    #[test]
+    fn the_blocked_scan_gives_the_plain_scans_bits() {
+        // Dimensions with and without a remainder after the chunks of eight, an odd number of
+        // centroids (the last scored alone), row counts that leave a partial block, and ties.
+        for (dim, cells, rows) in [(16, 7, 10), (13, 8, 9), (384, 33, 41), (5, 1, 3)] {
+            let m = clustered(rows, 3, dim);
+            let mut centroids = clustered(cells, 2, dim);
+            centroids[..dim].copy_from_slice(&m[..dim]);
+            if cells > 1 {
+                let first = centroids[..dim].to_vec();
+                centroids[dim..2 * dim].copy_from_slice(&first);
+            }
+            let row = |r: usize| &m[r * dim..(r + 1) * dim];
+            let blocked = nearest_all(&centroids, dim, rows, row);
+            for (r, &(c, s)) in blocked.iter().enumerate() {
+                let (pc, ps) = nearest(&centroids, dim, row(r));
+                assert_eq!((c, s.to_bits()), (pc, ps.to_bits()), "dim {dim}, row {r}");
+            }
+        }
     }
 
     #[test]
