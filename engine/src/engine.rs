@@ -1,29 +1,27 @@
 //! [`Engine`]: the embeddable entry point. Serves the newest valid run of a root, swaps in newer
 //! runs on [`Engine::reload`], and applies live visibility to every query.
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use arc_swap::ArcSwapOption;
-use roaring::RoaringBitmap;
 
-use crate::embed::settings::{load_minilm, model_path_from_env};
-use crate::embed::{Embedder, HashEmbedder, LongTexts, MINILM_MODEL, hash::HASH_MODEL};
+use crate::embed::Embedder;
+use crate::embed::query::QueryEmbedder;
 use crate::error::{EngineError, Result};
 use crate::format::{Layout, Verify};
 use crate::ivf::CandidateSearch;
+pub use crate::query::QueryInput;
 use crate::query::Scope;
-use crate::query::concept::{
-    self, Combine, ConceptAnswer, ConceptRequest, ConceptSelector, ConceptStatus, Fusion,
-};
+use crate::query::concept::{self, ConceptAnswer, ConceptRequest, ConceptStatus};
 use crate::query::evidence::{self, Evidence};
+pub use crate::query::theme::ThemeRequest;
 use crate::query::theme::{self, IndexState, Status, ThemeAnswer};
 use crate::snapshot::Snapshot;
 use crate::view::View;
 use crate::visibility::effective::EffectiveVisibility;
-use crate::visibility::withdrawn::Withdrawn;
-use crate::visibility::{Target, Visibility, VisibilityStore};
+use crate::visibility::overlay::Overlay;
+use crate::visibility::{Flag, Target, Visibility, VisibilityStore};
 
 /// How the engine embeds query text and checks the runs it opens.
 #[derive(Debug, Clone, Default)]
@@ -56,56 +54,6 @@ pub struct RefusedRun {
     pub reason: String,
 }
 
-/// The question of a theme search: text to embed, or a vector embedded by the caller.
-#[derive(Debug, Clone, PartialEq)]
-pub enum QueryInput {
-    /// Natural-language text, embedded by the engine.
-    Text(String),
-    /// A query vector and the model that made it (checked against the run's embedder).
-    Vector {
-        /// Model name of the vector.
-        model: String,
-        /// The vector (length must be the run's dimension).
-        vector: Vec<f32>,
-    },
-}
-
-/// Arguments of [`Engine::search_themes`].
-#[derive(Debug, Clone, PartialEq)]
-pub struct ThemeRequest {
-    /// The question.
-    pub query: QueryInput,
-    /// Documents that may be read (default: all).
-    pub scope: Scope,
-    /// Most themes returned (≥ 1; default 5).
-    pub limit: usize,
-    /// Most passages per theme (≥ 1; default 3).
-    pub support_limit: usize,
-}
-
-impl ThemeRequest {
-    /// A text question with the defaults: every document, `limit = 5`, `support_limit = 3`.
-    pub fn text(q: impl Into<String>) -> Self {
-        Self {
-            query: QueryInput::Text(q.into()),
-            scope: Scope::All,
-            limit: 5,
-            support_limit: 3,
-        }
-    }
-}
-
-#[derive(Debug, Default)]
-struct VisibilityCache {
-    store: Option<VisibilityStore>,
-    version: i64,
-    run_id: String,
-    hidden: Arc<RoaringBitmap>,
-    hidden_documents: Arc<RoaringBitmap>,
-    states: Arc<HashMap<u32, Visibility>>,
-    withdrawn: Arc<Withdrawn>,
-}
-
 /// The query engine over one snapshot root.
 ///
 /// Cheap to share (`Arc<Engine>`); every method takes `&self`. A query holds one [`View`] for
@@ -117,8 +65,8 @@ pub struct Engine {
     not_ready_reason: Mutex<Option<String>>,
     refused: Mutex<Option<RefusedRun>>,
     config: EngineConfig,
-    auto_embedder: Mutex<Option<Arc<dyn Embedder>>>,
-    visibility: Mutex<VisibilityCache>,
+    query_embedder: QueryEmbedder,
+    overlay: Overlay,
 }
 
 impl Engine {
@@ -134,9 +82,9 @@ impl Engine {
             snapshot: ArcSwapOption::empty(),
             not_ready_reason: Mutex::new(None),
             refused: Mutex::new(None),
+            query_embedder: QueryEmbedder::new(config.embedder.clone(), config.model_path.clone()),
             config,
-            auto_embedder: Mutex::new(None),
-            visibility: Mutex::new(VisibilityCache::default()),
+            overlay: Overlay::default(),
         };
         if let Err(e) = engine.reload() {
             tracing::warn!("no run served from {}: {e}", engine.layout.root().display());
@@ -183,13 +131,13 @@ impl Engine {
                 *r = None;
             }
             self.snapshot.store(Some(Arc::new(snap)));
-            // The automatic query embedder is kept: it is rebuilt only when a run needs
-            // another model or dimension (see `query_embedder`).
+            // The query embedder is kept: it is rebuilt only when a run needs another model
+            // or dimension (see `QueryEmbedder::for_run`).
             Ok(true)
         })();
         if let Ok(mut r) = self.not_ready_reason.lock() {
             *r = match &result {
-                Err(e) if self.snapshot.load().is_none() => Some(with_causes(e)),
+                Err(e) if self.snapshot.load().is_none() => Some(e.with_causes()),
                 _ => None,
             };
         }
@@ -198,7 +146,7 @@ impl Engine {
                 (Err(e), Some(run_id)) => {
                     *r = Some(RefusedRun {
                         run_id,
-                        reason: with_causes(e),
+                        reason: e.with_causes(),
                     });
                 }
                 (Ok(_), _) => *r = None,
@@ -212,7 +160,7 @@ impl Engine {
                 root = %self.layout.root().display(),
                 serving,
                 "reload refused: {}",
-                with_causes(e)
+                e.with_causes()
             );
         }
         result
@@ -297,41 +245,8 @@ impl Engine {
     /// # Errors
     /// [`EngineError::Visibility`] when the store exists but cannot be read.
     pub fn view(&self) -> Result<View> {
-        let snapshot = self.snapshot.load_full();
-        let Some(snap) = snapshot.as_ref() else {
-            return Ok(View::default());
-        };
-        let mut cache = self
-            .visibility
-            .lock()
-            .map_err(|_| EngineError::Internal("visibility cache lock poisoned".into()))?;
-        let path = self.layout.visibility_path();
-        if cache.store.is_none() && path.exists() {
-            cache.store = Some(VisibilityStore::open(&path)?);
-        }
-        let version = match &cache.store {
-            Some(store) => store.version()?,
-            None => 0,
-        };
-        if version != cache.version || cache.run_id != snap.run_id() {
-            let (hidden, hidden_documents, states) = match &cache.store {
-                Some(store) => build_bitmap(snap, store)?,
-                None => (RoaringBitmap::new(), RoaringBitmap::new(), HashMap::new()),
-            };
-            cache.withdrawn = Arc::new(Withdrawn::build(snap, &hidden, &hidden_documents)?);
-            cache.hidden = Arc::new(hidden);
-            cache.hidden_documents = Arc::new(hidden_documents);
-            cache.states = Arc::new(states);
-            cache.version = version;
-            cache.run_id = snap.run_id().to_owned();
-        }
-        Ok(View {
-            snapshot,
-            hidden: cache.hidden.clone(),
-            hidden_documents: cache.hidden_documents.clone(),
-            states: cache.states.clone(),
-            withdrawn: cache.withdrawn.clone(),
-        })
+        self.overlay
+            .view(self.snapshot.load_full(), &self.layout.visibility_path())
     }
 
     /// Sets the visibility of a passage or a whole document. Seen by the next query of every
@@ -349,6 +264,18 @@ impl Engine {
     ) -> Result<()> {
         let mut store = VisibilityStore::open(&self.layout.visibility_path())?;
         store.set(target, key, state, reason)
+    }
+
+    /// Every stored visibility flag of the root, in the store's order (none without a store).
+    ///
+    /// # Errors
+    /// [`EngineError::Visibility`] when the store cannot be read.
+    pub fn visibility_flags(&self) -> Result<Vec<Flag>> {
+        let path = self.layout.visibility_path();
+        if !path.exists() {
+            return Ok(Vec::new());
+        }
+        VisibilityStore::open(&path)?.list()
     }
 
     /// The stored flag state of a passage or document (`visible` when never flagged).
@@ -387,103 +314,6 @@ impl Engine {
         EffectiveVisibility::resolve(store.as_ref(), target, key, document_key.as_deref())
     }
 
-    /// The embedder for text queries on `snap`: the configured one, else one built for the
-    /// run's manifest (cached while runs keep needing the same model and dimension). The
-    /// caller checks the identity against the run.
-    fn query_embedder(&self, snap: &Snapshot) -> std::result::Result<Arc<dyn Embedder>, String> {
-        if let Some(e) = &self.config.embedder {
-            return Ok(e.clone());
-        }
-        let mut cached = self
-            .auto_embedder
-            .lock()
-            .map_err(|_| "embedder lock poisoned".to_owned())?;
-        let id = &snap.manifest.embedder;
-        if let Some(e) = cached.as_ref()
-            && e.identity().is_compatible(id)
-        {
-            return Ok(e.clone());
-        }
-        let e: Arc<dyn Embedder> = if id.model == HASH_MODEL {
-            Arc::new(HashEmbedder::new(id.dim))
-        } else if id.model == crate::embed::hash_v1::HASH_V1_MODEL {
-            Arc::new(crate::embed::HashEmbedderV1::new(id.dim))
-        } else if id.model == MINILM_MODEL {
-            let dir = self
-                .config
-                .model_path
-                .clone()
-                .unwrap_or_else(model_path_from_env);
-            // Questions fit one window: the long-text policy does not change them.
-            load_minilm(&dir, LongTexts::default()).map_err(|e| {
-                format!(
-                    "the run's reports were embedded by {} (dim {}), which cannot be loaded here: {e}",
-                    id.model, id.dim
-                )
-            })?
-        } else {
-            return Err(format!(
-                "the run's reports were embedded by {} (dim {}), which this engine cannot run; configure that embedder or pass a query vector",
-                id.model, id.dim
-            ));
-        };
-        *cached = Some(e.clone());
-        Ok(e)
-    }
-
-    /// Embeds a query in the run's vector space, or says why it cannot.
-    fn embed_query(
-        &self,
-        snap: &Snapshot,
-        input: &QueryInput,
-    ) -> std::result::Result<Vec<f32>, String> {
-        let run = &snap.manifest.embedder;
-        match input {
-            QueryInput::Vector { model, vector } => {
-                if *model != run.model || vector.len() != run.dim {
-                    return Err(EngineError::EmbedderMismatch {
-                        run_model: run.model.clone(),
-                        run_dim: run.dim,
-                        query_model: model.clone(),
-                        query_dim: vector.len(),
-                    }
-                    .to_string());
-                }
-                Ok(vector.clone())
-            }
-            QueryInput::Text(text) => {
-                let embedder = self.query_embedder(snap)?;
-                let id = embedder.identity();
-                if !id.is_compatible(run) {
-                    return Err(EngineError::EmbedderMismatch {
-                        run_model: run.model.clone(),
-                        run_dim: run.dim,
-                        query_model: id.model.clone(),
-                        query_dim: id.dim,
-                    }
-                    .to_string());
-                }
-                if !id.same_weights(run) {
-                    return Err(EngineError::EmbedderWeightsMismatch {
-                        model: run.model.clone(),
-                        run_fingerprint: run.fingerprint.clone(),
-                        query_fingerprint: id.fingerprint.clone(),
-                    }
-                    .to_string());
-                }
-                match embedder.embed(text) {
-                    Ok(v) if v.len() == run.dim => Ok(v),
-                    Ok(v) => Err(format!(
-                        "the embedder returned {} values, expected {}",
-                        v.len(),
-                        run.dim
-                    )),
-                    Err(e) => Err(e.to_string()),
-                }
-            }
-        }
-    }
-
     /// Concept search; see [`query::concept`](crate::query::concept) for the exact contract.
     ///
     /// # Errors
@@ -493,44 +323,7 @@ impl Engine {
     /// read. Unknown terms, concepts and node fields are answers, not errors.
     #[allow(clippy::too_many_lines)]
     pub fn find_by_meaning(&self, req: &ConceptRequest) -> Result<ConceptAnswer> {
-        fn invalid<T>(field: &'static str, value: String, expected: &'static str) -> Result<T> {
-            Err(EngineError::InvalidArgument {
-                field,
-                value,
-                expected,
-            })
-        }
-        if req.sample == 0 {
-            return invalid("sample", "0".into(), "an integer ≥ 1");
-        }
-        if req.depth == Some(0) {
-            return invalid("depth", "0".into(), "an integer ≥ 1, or no depth");
-        }
-        match &req.selector {
-            ConceptSelector::Concept(c) if c.trim().is_empty() => {
-                return invalid("concept", format!("{c:?}"), "a non-empty concept id");
-            }
-            ConceptSelector::Term(t) if t.trim().is_empty() => {
-                return invalid("term", format!("{t:?}"), "a non-empty term");
-            }
-            _ => {}
-        }
-        if let Some(v) = &req.vector
-            && v.k == 0
-        {
-            return invalid("vector.k", "0".into(), "an integer ≥ 1");
-        }
-        match req.combine {
-            Combine::Hybrid(Fusion::Rrf { k }) if !(k > 0.0 && k.is_finite()) => {
-                return invalid("fusion.k", k.to_string(), "a finite number > 0");
-            }
-            Combine::Hybrid(Fusion::WeightedSum { keyword_weight: w })
-                if !(0.0..=1.0).contains(&w) =>
-            {
-                return invalid("keyword_weight", w.to_string(), "a number in [0, 1]");
-            }
-            _ => {}
-        }
+        req.validate()?;
         if let Scope::Documents(keys) = &req.scope
             && keys.is_empty()
         {
@@ -552,13 +345,7 @@ impl Engine {
                 &why,
             ));
         };
-        if !snap.concept_index.relations.contains_key(&req.relation) {
-            return invalid(
-                "relation",
-                req.relation.clone(),
-                "a relation of the run's vocabulary (subclass_of)",
-            );
-        }
+        req.validate_relation(snap)?;
         let resolved = match concept::resolve(snap, req) {
             Ok(r) => r,
             Err(mut a) => {
@@ -567,9 +354,10 @@ impl Engine {
             }
         };
         let vector = match &req.vector {
-            Some(v) => match self.embed_query(snap, &v.input) {
+            Some(v) => match self.query_embedder.embed(&snap.manifest.embedder, &v.input) {
                 Ok(q) => Some(concept::vector_scores(&view, snap, &q, v.k)),
-                Err(message) => {
+                Err(e) => {
+                    let message = e.with_causes();
                     let mut a = concept::nothing(ConceptStatus::Failed, req.direction, &message);
                     a.run_id = Some(snap.run_id().to_owned());
                     a.failures.push(crate::query::theme::Failure {
@@ -597,39 +385,7 @@ impl Engine {
     /// `query` when the text is empty or the vector empty or not finite. Every other problem
     /// is an answer with a status (`index_not_ready`, `failed`, …), not an error.
     pub fn search_themes(&self, req: &ThemeRequest) -> Result<ThemeAnswer> {
-        if req.limit == 0 {
-            return Err(EngineError::InvalidArgument {
-                field: "limit",
-                value: "0".into(),
-                expected: "an integer ≥ 1",
-            });
-        }
-        if req.support_limit == 0 {
-            return Err(EngineError::InvalidArgument {
-                field: "support_limit",
-                value: "0".into(),
-                expected: "an integer ≥ 1",
-            });
-        }
-        match &req.query {
-            QueryInput::Text(t) if t.trim().is_empty() => {
-                return Err(EngineError::InvalidArgument {
-                    field: "query",
-                    value: format!("{t:?}"),
-                    expected: "a non-empty question",
-                });
-            }
-            QueryInput::Vector { vector, .. }
-                if vector.is_empty() || vector.iter().any(|x| !x.is_finite()) =>
-            {
-                return Err(EngineError::InvalidArgument {
-                    field: "query",
-                    value: format!("a vector of {} values", vector.len()),
-                    expected: "a non-empty vector of finite numbers",
-                });
-            }
-            _ => {}
-        }
+        req.validate()?;
         if let Scope::Documents(keys) = &req.scope
             && keys.is_empty()
         {
@@ -639,7 +395,7 @@ impl Engine {
             Ok(v) => v,
             Err(e) => {
                 let run_id = self.snapshot.load().as_ref().map(|s| s.run_id().to_owned());
-                return Ok(ThemeAnswer::failed(run_id, "read", e.to_string()));
+                return Ok(ThemeAnswer::failed(run_id, "read", e.with_causes()));
             }
         };
         let Some(snap) = view.snapshot() else {
@@ -649,9 +405,12 @@ impl Engine {
             ));
         };
         let run_id = Some(snap.run_id().to_owned());
-        let vector = match self.embed_query(snap, &req.query) {
+        let vector = match self
+            .query_embedder
+            .embed(&snap.manifest.embedder, &req.query)
+        {
             Ok(v) => v,
-            Err(message) => return Ok(ThemeAnswer::failed(run_id, "embed", message)),
+            Err(e) => return Ok(ThemeAnswer::failed(run_id, "embed", e.with_causes())),
         };
         // A question with nothing the embedder reads (only emoji or punctuation, for the
         // hashing embedder) embeds to the zero vector, equally far from every theme: that is
@@ -684,19 +443,6 @@ impl Engine {
     }
 }
 
-/// An error's message followed by its causes' (`path: Permission denied (os error 13)`), for
-/// the reasons the engine keeps as text: an I/O error's message alone names only the path.
-fn with_causes(e: &EngineError) -> String {
-    let mut text = e.to_string();
-    let mut cause = std::error::Error::source(e);
-    while let Some(c) = cause {
-        text.push_str(": ");
-        text.push_str(&c.to_string());
-        cause = c.source();
-    }
-    text
-}
-
 /// The handle of a [`Engine::watch`] thread; dropping it stops the thread (and waits for it).
 #[derive(Debug)]
 pub struct Watcher {
@@ -711,34 +457,4 @@ impl Drop for Watcher {
             let _ = t.join();
         }
     }
-}
-
-/// Bitmaps of passage rows and document rows that are not visible, and the passages'
-/// effective states.
-type Bitmaps = (RoaringBitmap, RoaringBitmap, HashMap<u32, Visibility>);
-
-fn build_bitmap(snap: &Snapshot, store: &VisibilityStore) -> Result<Bitmaps> {
-    let mut states: HashMap<u32, Visibility> = HashMap::new();
-    let mut hidden_documents = RoaringBitmap::new();
-    for flag in store.list()? {
-        if flag.target == Target::Document
-            && let Some(d) = snap.document_index(&flag.key)
-        {
-            hidden_documents.insert(d);
-        }
-        let rows: Vec<u32> = match flag.target {
-            Target::Passage => snap.passage_index(&flag.key).into_iter().collect(),
-            Target::Document => snap
-                .document_index(&flag.key)
-                .map(|d| snap.document_passages.row(d as usize).to_vec())
-                .unwrap_or_default(),
-        };
-        for p in rows {
-            let s = states.entry(p).or_insert(Visibility::Visible);
-            *s = (*s).max(flag.state);
-        }
-    }
-    states.retain(|_, s| *s != Visibility::Visible);
-    let hidden = states.keys().copied().collect();
-    Ok((hidden, hidden_documents, states))
 }

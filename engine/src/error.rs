@@ -88,6 +88,22 @@ pub enum EngineError {
         /// The folder that was searched.
         path: PathBuf,
     },
+    /// The run's embeddings were made by a model this engine cannot embed queries with: one
+    /// this build does not know (no source), or one whose files do not load here (the load
+    /// error is the source).
+    #[error(
+        "the run's reports were embedded by {model} (dim {dim}), which {}",
+        if source.is_some() { "cannot be loaded here" } else { "this engine cannot run; configure that embedder or pass a query vector" }
+    )]
+    EmbedderUnavailable {
+        /// Model named in the run's manifest.
+        model: String,
+        /// Dimension named in the run's manifest.
+        dim: usize,
+        /// Why the model did not load, when it is one this build knows.
+        #[source]
+        source: Option<Box<EngineError>>,
+    },
     /// The embedder could not be built or failed on an input.
     #[error("embedder {model}: {reason}")]
     Embedder {
@@ -105,12 +121,12 @@ pub enum EngineError {
         reason: String,
     },
     /// The visibility store failed.
-    #[error("visibility store {path}: {reason}")]
+    #[error("visibility store {path}")]
     Visibility {
         /// The SQLite file.
         path: PathBuf,
-        /// What went wrong.
-        reason: String,
+        /// SQLite's error.
+        source: rusqlite::Error,
     },
     /// A run asked for by id is not under the root's `runs/` folder.
     #[error("no run {run_id} at {path} (runs under this root: {known})")]
@@ -145,6 +161,21 @@ impl EngineError {
             path: path.into(),
             source,
         }
+    }
+
+    /// The message followed by each cause's (`visibility store …/visibility.sqlite: database
+    /// is locked`), for the places that must hand an error on as text (an answer's failure,
+    /// an MCP tool result, a refused run's reason); the error itself keeps its causes as
+    /// [`source`](std::error::Error::source).
+    pub fn with_causes(&self) -> String {
+        let mut text = self.to_string();
+        let mut cause = std::error::Error::source(self);
+        while let Some(c) = cause {
+            text.push_str(": ");
+            text.push_str(&c.to_string());
+            cause = c.source();
+        }
+        text
     }
 
     /// A [`EngineError::Corrupt`] for `path`.

@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use agrag_engine::embed::EmbedderSettings;
-use agrag_engine::format::{Layout, Manifest, Verify, verify_run};
+use agrag_engine::format::{Layout, Verify};
 use agrag_engine::query::concept::ConceptStatus;
 use agrag_engine::query::evidence::{Evidence, EvidenceStatus};
 use agrag_engine::query::theme::{Status, ThemeAnswer};
@@ -670,7 +670,7 @@ fn run(cli: Cli) -> CmdResult {
                     expected: "an evidence id such as pmid:123#0",
                 }));
             }
-            let engine = Engine::open(root.path(), EngineConfig::default()).map_err(work)?;
+            let engine = Engine::open(root.path(), engine_config()?).map_err(work)?;
             let run_id = engine.run_id();
             // With no run served every id would look unknown; say that nothing was looked up.
             let status = if run_id.is_some() {
@@ -714,7 +714,7 @@ fn run(cli: Cli) -> CmdResult {
                 let state: Visibility = state.parse().map_err(usage)?;
                 let (t, key) = target.get();
                 let root = snapshot_root(&root)?;
-                let engine = Engine::open(root, EngineConfig::default()).map_err(work)?;
+                let engine = Engine::open(root, engine_config()?).map_err(work)?;
                 // Flags are keyed by stable ids and may name what a later run will hold, but a
                 // typo must not pass as success: an id the served run lacks is stored only
                 // when asked for.
@@ -740,7 +740,7 @@ fn run(cli: Cli) -> CmdResult {
             VisibilityCommand::Get { root, target, json } => {
                 let (t, key) = target.get();
                 let root = snapshot_root(&root)?;
-                let engine = Engine::open(root, EngineConfig::default()).map_err(work)?;
+                let engine = Engine::open(root, engine_config()?).map_err(work)?;
                 let effective = engine.effective_visibility(t, key).map_err(work)?;
                 if json {
                     return json_out(&effective);
@@ -757,14 +757,8 @@ fn run(cli: Cli) -> CmdResult {
                 Ok(())
             }
             VisibilityCommand::List { root, json } => {
-                let path = Layout::new(snapshot_root(&root)?).visibility_path();
-                let flags = if path.exists() {
-                    agrag_engine::visibility::VisibilityStore::open(&path)
-                        .and_then(|s| s.list())
-                        .map_err(work)?
-                } else {
-                    Vec::new()
-                };
+                let engine = Engine::open(snapshot_root(&root)?, engine_config()?).map_err(work)?;
+                let flags = engine.visibility_flags().map_err(work)?;
                 if json {
                     return json_out(&flags);
                 }
@@ -829,19 +823,22 @@ fn run(cli: Cli) -> CmdResult {
             Ok(())
         }
         Command::Verify { root } => {
-            let layout = Layout::new(root.path());
-            let run_id = layout
-                .read_latest()
-                .map_err(work)?
-                .with_context(|| format!("no LATEST under {}", layout.root().display()))
-                .map_err(work)?;
-            let dir = layout.run_dir(&run_id);
-            let manifest = Manifest::read(&dir).map_err(work)?;
-            verify_run(&dir, &manifest, Verify::Checksums).map_err(work)?;
-            agrag_engine::snapshot::Snapshot::open_run(&dir).map_err(work)?;
+            let config = EngineConfig {
+                verify: Verify::Checksums,
+                ..engine_config()?
+            };
+            let engine = Engine::open(root.path(), config).map_err(work)?;
+            // Open serves the run only when it passed; when it did not, reload again to hand
+            // on the error itself, with its cause, not the reason kept as text.
+            if engine.run_id().is_none() {
+                engine.reload().map_err(work)?;
+            }
+            let view = engine.view().map_err(work)?;
+            let snap = view.snapshot().context("no run is served").map_err(work)?;
             println!(
-                "run {run_id}: {} files verified (sizes, BLAKE3 checksums, schemas)",
-                manifest.files.len()
+                "run {}: {} files verified (sizes, BLAKE3 checksums, schemas)",
+                snap.run_id(),
+                snap.manifest.files.len()
             );
             Ok(())
         }

@@ -11,6 +11,7 @@ pub mod hash;
 pub mod hash_v1;
 #[cfg(feature = "minilm")]
 pub mod minilm;
+pub mod query;
 pub mod settings;
 
 use serde::{Deserialize, Serialize};

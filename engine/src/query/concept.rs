@@ -29,8 +29,9 @@ use std::collections::{HashMap, HashSet};
 use roaring::{MultiOps, RoaringBitmap};
 use serde::Serialize;
 
-use super::Scope;
+use super::{QueryInput, Scope};
 use crate::embed::dot;
+use crate::error::{EngineError, Result};
 use crate::snapshot::Snapshot;
 use crate::view::View;
 
@@ -94,7 +95,7 @@ pub enum Fusion {
 #[derive(Debug, Clone, PartialEq)]
 pub struct VectorClause {
     /// The query (text embedded by the engine, or a vector with its model).
-    pub input: crate::QueryInput,
+    pub input: QueryInput,
     /// How many nearest documents the clause hits (≥ 1).
     pub k: usize,
 }
@@ -143,6 +144,79 @@ impl ConceptRequest {
             sample: 10,
             scope: Scope::All,
         }
+    }
+
+    /// Checks the arguments that do not depend on the run, before anything is read.
+    ///
+    /// # Errors
+    /// [`EngineError::InvalidArgument`] naming `sample` (0), `concept`/`term` (empty),
+    /// `depth` (0), `vector.k` (0), `fusion.k` (≤ 0 or not finite) or `keyword_weight`
+    /// (outside [0, 1]).
+    pub fn validate(&self) -> Result<()> {
+        if self.sample == 0 {
+            return Err(invalid("sample", "0".into(), "an integer ≥ 1"));
+        }
+        if self.depth == Some(0) {
+            return Err(invalid("depth", "0".into(), "an integer ≥ 1, or no depth"));
+        }
+        match &self.selector {
+            ConceptSelector::Concept(c) if c.trim().is_empty() => {
+                return Err(invalid(
+                    "concept",
+                    format!("{c:?}"),
+                    "a non-empty concept id",
+                ));
+            }
+            ConceptSelector::Term(t) if t.trim().is_empty() => {
+                return Err(invalid("term", format!("{t:?}"), "a non-empty term"));
+            }
+            _ => {}
+        }
+        if let Some(v) = &self.vector
+            && v.k == 0
+        {
+            return Err(invalid("vector.k", "0".into(), "an integer ≥ 1"));
+        }
+        match self.combine {
+            Combine::Hybrid(Fusion::Rrf { k }) if !(k > 0.0 && k.is_finite()) => {
+                return Err(invalid("fusion.k", k.to_string(), "a finite number > 0"));
+            }
+            Combine::Hybrid(Fusion::WeightedSum { keyword_weight: w })
+                if !(0.0..=1.0).contains(&w) =>
+            {
+                return Err(invalid(
+                    "keyword_weight",
+                    w.to_string(),
+                    "a number in [0, 1]",
+                ));
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// Checks that the run's vocabulary has the relation asked for.
+    ///
+    /// # Errors
+    /// [`EngineError::InvalidArgument`] naming `relation` when `snap` does not know it.
+    pub fn validate_relation(&self, snap: &Snapshot) -> Result<()> {
+        if snap.concept_index.relations.contains_key(&self.relation) {
+            return Ok(());
+        }
+        Err(invalid(
+            "relation",
+            self.relation.clone(),
+            "a relation of the run's vocabulary (subclass_of)",
+        ))
+    }
+}
+
+/// An [`EngineError::InvalidArgument`] of a concept request.
+fn invalid(field: &'static str, value: String, expected: &'static str) -> EngineError {
+    EngineError::InvalidArgument {
+        field,
+        value,
+        expected,
     }
 }
 

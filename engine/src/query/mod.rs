@@ -1,4 +1,5 @@
-//! Queries over one [`View`](crate::View): theme search and evidence lookup.
+//! Queries over one [`View`](crate::View): theme search, concept search and evidence
+//! lookup, each request type beside its query.
 
 pub mod concept;
 pub mod evidence;
@@ -21,4 +22,18 @@ pub enum Scope {
     All,
     /// Only these document keys (unknown keys match nothing).
     Documents(Vec<String>),
+}
+
+/// The question of a theme search: text to embed, or a vector embedded by the caller.
+#[derive(Debug, Clone, PartialEq)]
+pub enum QueryInput {
+    /// Natural-language text, embedded by the engine.
+    Text(String),
+    /// A query vector and the model that made it (checked against the run's embedder).
+    Vector {
+        /// Model name of the vector.
+        model: String,
+        /// The vector (length must be the run's dimension).
+        vector: Vec<f32>,
+    },
 }

@@ -40,11 +40,79 @@ use std::collections::HashMap;
 
 use serde::Serialize;
 
-use super::{Location, Scope};
+use super::{Location, QueryInput, Scope};
 use crate::embed::dot;
+use crate::error::{EngineError, Result};
 use crate::ivf::{CandidateSearch, Probe};
 use crate::snapshot::Snapshot;
 use crate::view::View;
+
+/// Arguments of [`Engine::search_themes`](crate::Engine::search_themes).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ThemeRequest {
+    /// The question.
+    pub query: QueryInput,
+    /// Documents that may be read (default: all).
+    pub scope: Scope,
+    /// Most themes returned (≥ 1; default 5).
+    pub limit: usize,
+    /// Most passages per theme (≥ 1; default 3).
+    pub support_limit: usize,
+}
+
+impl ThemeRequest {
+    /// A text question with the defaults: every document, `limit = 5`, `support_limit = 3`.
+    pub fn text(q: impl Into<String>) -> Self {
+        Self {
+            query: QueryInput::Text(q.into()),
+            scope: Scope::All,
+            limit: 5,
+            support_limit: 3,
+        }
+    }
+
+    /// Checks the arguments a search needs before anything is read.
+    ///
+    /// # Errors
+    /// [`EngineError::InvalidArgument`] naming `limit` or `support_limit` when it is 0, or
+    /// `query` when the text is empty or the vector empty or not finite.
+    pub fn validate(&self) -> Result<()> {
+        if self.limit == 0 {
+            return Err(EngineError::InvalidArgument {
+                field: "limit",
+                value: "0".into(),
+                expected: "an integer ≥ 1",
+            });
+        }
+        if self.support_limit == 0 {
+            return Err(EngineError::InvalidArgument {
+                field: "support_limit",
+                value: "0".into(),
+                expected: "an integer ≥ 1",
+            });
+        }
+        match &self.query {
+            QueryInput::Text(t) if t.trim().is_empty() => {
+                return Err(EngineError::InvalidArgument {
+                    field: "query",
+                    value: format!("{t:?}"),
+                    expected: "a non-empty question",
+                });
+            }
+            QueryInput::Vector { vector, .. }
+                if vector.is_empty() || vector.iter().any(|x| !x.is_finite()) =>
+            {
+                return Err(EngineError::InvalidArgument {
+                    field: "query",
+                    value: format!("a vector of {} values", vector.len()),
+                    expected: "a non-empty vector of finite numbers",
+                });
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+}
 
 /// Most candidates one theme search reads.
 pub const MAX_CANDIDATES: usize = 100;

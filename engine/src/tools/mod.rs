@@ -176,12 +176,15 @@ impl ToolBox {
                 EngineError::InvalidArgument { .. } => {
                     ("invalid_arguments", format!("Invalid arguments. {e}."))
                 }
-                _ => ("engine_error", format!("The search failed: {e}")),
+                _ => (
+                    "engine_error",
+                    format!("The search failed: {}", e.with_causes()),
+                ),
             };
             ToolOutput {
                 tool: tool.clone(),
                 text,
-                structured: json!({"error": kind, "message": e.to_string()}),
+                structured: json!({"error": kind, "message": e.with_causes()}),
                 is_error: true,
                 rejected: false,
                 partial_retrieval: !invalid,

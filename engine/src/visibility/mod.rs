@@ -18,6 +18,7 @@ use serde::Serialize;
 use crate::error::{EngineError, Result};
 
 pub mod effective;
+pub(crate) mod overlay;
 
 pub mod withdrawn;
 
@@ -174,7 +175,7 @@ impl VisibilityStore {
     fn open_writable(path: &Path) -> Result<Self> {
         let err = |e: rusqlite::Error| EngineError::Visibility {
             path: path.to_owned(),
-            reason: e.to_string(),
+            source: e,
         };
         if let Some(parent) = path.parent() {
             std::fs::create_dir_all(parent).map_err(|e| EngineError::io(parent, e))?;
@@ -207,7 +208,7 @@ impl VisibilityStore {
     fn err(&self, e: rusqlite::Error) -> EngineError {
         EngineError::Visibility {
             path: self.path.clone(),
-            reason: e.to_string(),
+            source: e,
         }
     }
 
@@ -249,7 +250,7 @@ impl VisibilityStore {
             .transaction()
             .map_err(|e| EngineError::Visibility {
                 path: self.path.clone(),
-                reason: e.to_string(),
+                source: e,
             })?;
         tx.execute(
             "INSERT INTO flags (target, key, state, changed_at, reason) VALUES (?1, ?2, ?3, ?4, ?5)
@@ -265,7 +266,7 @@ impl VisibilityStore {
         .and_then(|_| tx.commit())
         .map_err(|e| EngineError::Visibility {
             path: self.path.clone(),
-            reason: e.to_string(),
+            source: e,
         })?;
         Ok(())
     }
