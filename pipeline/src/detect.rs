@@ -144,7 +144,7 @@ pub const MAX_THREADS: usize = 1024;
 ///   `path:line`.
 /// * [`PipelineError::Write`] when the membership file cannot be created,
 ///   [`PipelineError::Engine`] (Parquet) when it cannot be written.
-/// * [`PipelineError::Internal`] when the thread pool cannot be built.
+/// * [`PipelineError::Library`] when the thread pool cannot be built.
 ///
 /// # Determinism
 /// The membership is identical for any thread count; only `run_id` and timings change.
@@ -174,7 +174,7 @@ pub fn detect_graph(config: &DetectGraphConfig) -> Result<DetectGraphReport> {
     }
     let pool = builder
         .build()
-        .map_err(|e| PipelineError::Internal(format!("cannot build the thread pool: {e}")))?;
+        .map_err(|e| PipelineError::library("building the thread pool", e))?;
     pool.install(|| {
         let start = Instant::now();
         let graph = read_edge_list(&config.edges)?;

@@ -169,6 +169,29 @@ pub enum PipelineError {
     /// A broken internal invariant: a bug in agrag, never bad input.
     #[error("internal error (a bug in agrag, please report it): {0}")]
     Internal(String),
+    /// A library call failed where no input is at fault (building the term automaton or a
+    /// thread pool, a polars query over the pipeline's own frame, serializing the summary):
+    /// a bug or the machine, with the library's error as the source.
+    #[error("internal error (a bug in agrag, please report it): {what}")]
+    Library {
+        /// What was being done.
+        what: &'static str,
+        /// The library's error.
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+}
+
+impl PipelineError {
+    /// A [`PipelineError::Library`] for `what`, keeping `source`.
+    pub fn library(
+        what: &'static str,
+        source: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
+        Self::Library {
+            what,
+            source: Box::new(source),
+        }
+    }
 }
 
 /// `Result` with [`PipelineError`] as the default error.

@@ -218,7 +218,7 @@ pub fn run_with(cfg: &RunConfig, sources: &Sources) -> Result<RunSummary> {
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(cfg.threads.unwrap_or(0))
         .build()
-        .map_err(|e| PipelineError::Internal(format!("cannot start the thread pool: {e}")))?;
+        .map_err(|e| PipelineError::library("starting the thread pool", e))?;
     pool.install(|| run_in_pool(cfg, sources))
 }
 
@@ -727,7 +727,7 @@ fn run_in_pool(cfg: &RunConfig, sources: &Sources) -> Result<RunSummary> {
         seconds: phases.seconds.clone(),
     };
     let mut stats = serde_json::to_value(&summary)
-        .map_err(|e| PipelineError::Internal(format!("summary does not serialize: {e}")))?;
+        .map_err(|e| PipelineError::library("serializing the run summary", e))?;
     if let Some(obj) = stats.as_object_mut() {
         obj.remove("run_dir");
         obj.insert("unresolved_headings".into(), unresolved_headings.into());

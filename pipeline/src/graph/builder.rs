@@ -31,7 +31,7 @@ pub struct CooccurrenceGraph {
 /// Builds the co-occurrence graph from distinct mentions (duplicates are ignored).
 ///
 /// # Errors
-/// [`PipelineError::Internal`](crate::PipelineError::Internal) when the polars query fails
+/// [`PipelineError::Library`](crate::PipelineError::Library) when the polars query fails
 /// (a bug, never bad input).
 pub fn cooccurrence(mentions: &[Mention]) -> Result<CooccurrenceGraph> {
     let mut mentions = mentions.to_vec();
@@ -90,8 +90,7 @@ pub fn plain_edges(pairs: &[(u32, u32)]) -> Vec<(u32, u32, f64)> {
 #[cfg(feature = "polars")]
 pub fn polars_edges(pairs: &[(u32, u32)]) -> Result<Vec<(u32, u32, f64)>> {
     use polars::prelude::*;
-    let internal =
-        |e: PolarsError| crate::PipelineError::Internal(format!("polars co-occurrence query: {e}"));
+    let internal = |e: PolarsError| crate::PipelineError::library("polars co-occurrence query", e);
     let passage: Vec<u32> = pairs.iter().map(|p| p.0).collect();
     let entity: Vec<u32> = pairs.iter().map(|p| p.1).collect();
     let df = DataFrame::new_infer_height(vec![

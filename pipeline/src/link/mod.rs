@@ -392,7 +392,7 @@ impl Linker {
     ///
     /// # Errors
     /// [`PipelineError::InvalidConfig`] for `min_term_chars` < 2;
-    /// [`PipelineError::Internal`] when the automaton cannot be built.
+    /// [`PipelineError::Library`] when the automaton cannot be built.
     pub fn new(vocab: &Vocabulary, cfg: &LinkConfig) -> Result<Self> {
         let [linker] = Self::sharing(vocab, [cfg])?;
         Ok(linker)
@@ -419,9 +419,7 @@ impl Linker {
         let automaton = AhoCorasickBuilder::new()
             .match_kind(MatchKind::Standard)
             .build(&keys)
-            .map_err(|e| {
-                PipelineError::Internal(format!("cannot build the term automaton: {e}"))
-            })?;
+            .map_err(|e| PipelineError::library("building the term automaton", e))?;
         let automaton = Arc::new(automaton);
         let linkers: Vec<Self> = by_key
             .iter()
