@@ -12,11 +12,11 @@ use crate::error::{EngineError, Result};
 use crate::format::{Layout, Verify};
 use crate::ivf::CandidateSearch;
 pub use crate::query::QueryInput;
-use crate::query::Scope;
 use crate::query::concept::{self, ConceptAnswer, ConceptRequest, ConceptStatus};
 use crate::query::evidence::{self, Evidence};
 pub use crate::query::theme::ThemeRequest;
 use crate::query::theme::{self, IndexState, Status, ThemeAnswer};
+use crate::query::{Deadline, Scope};
 use crate::snapshot::Snapshot;
 use crate::view::View;
 use crate::visibility::effective::EffectiveVisibility;
@@ -234,6 +234,22 @@ impl Engine {
         })
     }
 
+    /// The embedder text queries of the served run are embedded with: the configured one
+    /// ([`EngineConfig::embedder`]), else the run's own model when this build can run it.
+    /// `None` when no run is served.
+    ///
+    /// # Errors
+    /// [`EngineError::EmbedderUnavailable`] when the run's model cannot be run or loaded here.
+    pub fn query_embedder(&self) -> Result<Option<Arc<dyn Embedder>>> {
+        match self.snapshot.load_full() {
+            Some(snap) => self
+                .query_embedder
+                .for_run(&snap.manifest.embedder)
+                .map(Some),
+            None => Ok(None),
+        }
+    }
+
     /// Why no run is served, when none is.
     pub fn not_ready_reason(&self) -> Option<String> {
         self.not_ready_reason.lock().ok().and_then(|r| r.clone())
@@ -319,10 +335,12 @@ impl Engine {
     /// # Errors
     /// [`EngineError::InvalidArgument`] naming `sample` (0), `concept`/`term` (empty),
     /// `relation` (unknown to the run), `depth` (0), `vector.k` (0), `fusion.k` (≤ 0) or
-    /// `keyword_weight` (outside [0, 1]); [`EngineError::Visibility`] when the store cannot be
-    /// read. Unknown terms, concepts and node fields are answers, not errors.
+    /// `keyword_weight` (outside [0, 1]), `timeout` (zero); [`EngineError::Visibility`] when
+    /// the store cannot be read. A search past its timeout answers `failed` with a `timeout`
+    /// failure. Unknown terms, concepts and node fields are answers, not errors.
     #[allow(clippy::too_many_lines)]
     pub fn find_by_meaning(&self, req: &ConceptRequest) -> Result<ConceptAnswer> {
+        let deadline = Deadline::after(req.timeout);
         req.validate()?;
         if let Scope::Documents(keys) = &req.scope
             && keys.is_empty()
@@ -346,6 +364,17 @@ impl Engine {
             ));
         };
         req.validate_relation(snap)?;
+        let failed = |failure: crate::query::theme::Failure| {
+            let mut a = concept::nothing(ConceptStatus::Failed, req.direction, &failure.message);
+            a.run_id = Some(snap.run_id().to_owned());
+            a.failures.push(failure);
+            a
+        };
+        let timed_out = |stage: &str| {
+            deadline
+                .filter(Deadline::expired)
+                .map(|d| failed(d.failure(stage)))
+        };
         let resolved = match concept::resolve(snap, req) {
             Ok(r) => r,
             Err(mut a) => {
@@ -353,38 +382,63 @@ impl Engine {
                 return Ok(*a);
             }
         };
+        if let Some(a) = timed_out("while the concept set was resolved") {
+            return Ok(a);
+        }
         let vector = match &req.vector {
             Some(v) => match self.query_embedder.embed(&snap.manifest.embedder, &v.input) {
                 Ok(q) => Some(concept::vector_scores(&view, snap, &q, v.k)),
                 Err(e) => {
-                    let message = e.with_causes();
-                    let mut a = concept::nothing(ConceptStatus::Failed, req.direction, &message);
-                    a.run_id = Some(snap.run_id().to_owned());
-                    a.failures.push(crate::query::theme::Failure {
+                    return Ok(failed(crate::query::theme::Failure {
                         leg: "embed".into(),
-                        message,
-                    });
-                    return Ok(a);
+                        message: e.with_causes(),
+                    }));
                 }
             },
             None => None,
         };
-        Ok(concept::search(
-            &view,
-            snap,
-            req,
-            &resolved,
-            vector.as_ref(),
-        ))
+        if let Some(a) = timed_out("while the vector clause was embedded") {
+            return Ok(a);
+        }
+        let answer = concept::search(&view, snap, req, &resolved, vector.as_ref());
+        Ok(timed_out("while the documents were ranked").unwrap_or(answer))
     }
 
     /// Theme search; see [`query::theme`](crate::query::theme) for the exact contract.
     ///
     /// # Errors
-    /// [`EngineError::InvalidArgument`] naming `limit` or `support_limit` when it is 0, or
-    /// `query` when the text is empty or the vector empty or not finite. Every other problem
-    /// is an answer with a status (`index_not_ready`, `failed`, …), not an error.
+    /// [`EngineError::InvalidArgument`] naming `limit` or `support_limit` when it is 0,
+    /// `query` when the text is empty or the vector empty or not finite, or `timeout` when it
+    /// is zero. Every other problem is an answer with a status (`index_not_ready`, `failed`,
+    /// …), not an error; a search past its timeout is `failed` with a `timeout` failure.
     pub fn search_themes(&self, req: &ThemeRequest) -> Result<ThemeAnswer> {
+        self.search_themes_from(req, None)
+    }
+
+    /// Theme search whose candidate window comes from the caller's own vector store instead of
+    /// the run's index: `hits` are `(community id, score)` pairs for the query, as a store
+    /// answers `search(vector, k)` with `k` = [`theme::window_size`]`(limit)`. They are
+    /// ordered best first (ties: lower id), a repeated id keeps its best score, and the window
+    /// is cut to `k`; visibility, scope and support then apply exactly as in
+    /// [`search_themes`](Engine::search_themes). An id that is not a community of the served
+    /// run, or a score that is not finite, answers `failed` with a `vector_store` failure.
+    ///
+    /// # Errors
+    /// As [`search_themes`](Engine::search_themes).
+    pub fn search_themes_in_window(
+        &self,
+        req: &ThemeRequest,
+        hits: &[(u32, f32)],
+    ) -> Result<ThemeAnswer> {
+        self.search_themes_from(req, Some(hits))
+    }
+
+    fn search_themes_from(
+        &self,
+        req: &ThemeRequest,
+        hits: Option<&[(u32, f32)]>,
+    ) -> Result<ThemeAnswer> {
+        let deadline = Deadline::after(req.timeout);
         req.validate()?;
         if let Scope::Documents(keys) = &req.scope
             && keys.is_empty()
@@ -412,6 +466,12 @@ impl Engine {
             Ok(v) => v,
             Err(e) => return Ok(ThemeAnswer::failed(run_id, "embed", e.with_causes())),
         };
+        if let Some(d) = deadline.filter(Deadline::expired) {
+            return Ok(ThemeAnswer {
+                failures: vec![d.failure("while the query was embedded")],
+                ..ThemeAnswer::failed(run_id, "", String::new())
+            });
+        }
         // A question with nothing the embedder reads (only emoji or punctuation, for the
         // hashing embedder) embeds to the zero vector, equally far from every theme: that is
         // no match, not the first themes by id with score 0.
@@ -422,14 +482,11 @@ impl Engine {
                 ..ThemeAnswer::empty(Status::NoMatch, None)
             });
         }
-        Ok(theme::search(
-            &view,
-            &vector,
-            &req.scope,
-            req.limit,
-            req.support_limit,
-            self.config.candidate_search,
-        ))
+        let window = match hits {
+            Some(h) => theme::Window::Given(h),
+            None => theme::Window::Index(self.config.candidate_search),
+        };
+        Ok(theme::search(&view, &vector, req, window, deadline))
     }
 
     /// The text and location behind evidence ids (passage ids), in the order asked. A hidden,

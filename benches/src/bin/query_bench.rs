@@ -345,6 +345,7 @@ fn themes(
                         scope: Scope::All,
                         limit: 5,
                         support_limit: 3,
+                        timeout: None,
                     };
                     let a = e.search_themes(&req).expect("search");
                     assert!(!a.themes.is_empty());
@@ -466,6 +467,7 @@ fn probe_sweep(dir: &Path, n: usize, vectors: &[Vec<f32>], rounds: usize) -> Vec
                     scope: Scope::All,
                     limit: 5,
                     support_limit: 3,
+                    timeout: None,
                 };
                 assert!(!e.search_themes(&req).expect("search").themes.is_empty());
             }));

@@ -394,6 +394,7 @@ fn measure(
                     scope: Scope::All,
                     limit: 10,
                     support_limit: 10,
+                    timeout: None,
                 };
                 let (answer, ms) = timed_ms(|| engine.search_themes(&req).expect("search"));
                 search_ms.push(ms);

@@ -12,6 +12,7 @@ use agrag_engine::query::concept::ConceptStatus;
 use agrag_engine::query::evidence::{Evidence, EvidenceStatus};
 use agrag_engine::query::theme::{Status, ThemeAnswer};
 use agrag_engine::stdout_line as println;
+use agrag_engine::tools::settings::parse_seconds;
 use agrag_engine::visibility::{Target, Visibility};
 use agrag_engine::{
     ConceptRequest, ConceptSelector, Direction, Engine, EngineConfig, EngineError, QueryInput,
@@ -59,6 +60,10 @@ enum Command {
         /// Most passages per theme (≥ 1)
         #[arg(long, default_value_t = 3, allow_negative_numbers = true)]
         support_limit: i64,
+        /// Deadline of the search in seconds (e.g. 0.5), from the call (opening the run is not
+        /// counted); past it the answer is `failed` with a `timeout` failure
+        #[arg(long)]
+        timeout: Option<String>,
         /// Print JSON
         #[arg(long)]
         json: bool,
@@ -111,6 +116,10 @@ enum Command {
         /// Only these document keys (comma-separated)
         #[arg(long, value_delimiter = ',')]
         scope: Option<Vec<String>>,
+        /// Deadline of the search in seconds (e.g. 0.5), from the call (opening the run is not
+        /// counted); past it the answer is `failed` with a `timeout` failure
+        #[arg(long)]
+        timeout: Option<String>,
         /// Print JSON
         #[arg(long)]
         json: bool,
@@ -510,9 +519,14 @@ fn run(cli: Cli) -> CmdResult {
             scope,
             limit,
             support_limit,
+            timeout,
             json,
             question,
         } => {
+            let timeout = timeout
+                .map(|t| parse_seconds("timeout", &t))
+                .transpose()
+                .map_err(usage)?;
             let limit = to_count("limit", limit)?;
             let support_limit = to_count("support_limit", support_limit)?;
             check_question("question", &question)?;
@@ -529,6 +543,7 @@ fn run(cli: Cli) -> CmdResult {
                 }),
                 limit,
                 support_limit,
+                timeout,
             };
             let answer = engine
                 .search_themes(&req)
@@ -565,9 +580,14 @@ fn run(cli: Cli) -> CmdResult {
             node_field,
             relation,
             scope,
+            timeout,
             json,
         } => {
             use agrag_engine::query::concept::{Combine, Fusion, VectorClause};
+            let timeout = timeout
+                .map(|t| parse_seconds("timeout", &t))
+                .transpose()
+                .map_err(usage)?;
             let sample = to_count("sample", sample)?;
             for (field, text) in [
                 ("query", &query),
@@ -619,6 +639,7 @@ fn run(cli: Cli) -> CmdResult {
             });
             req.combine = combine;
             req.sample = sample;
+            req.timeout = timeout;
             req.scope = scope.map_or(Scope::All, |keys| {
                 Scope::Documents(
                     keys.into_iter()

@@ -125,6 +125,10 @@ pub struct ConceptRequest {
     pub sample: usize,
     /// Documents that may be read.
     pub scope: Scope,
+    /// How long the search may take (`None`: no limit; else positive). Checked after the
+    /// concept set is resolved, after the vector clause is embedded and after the search:
+    /// past it, the answer is `failed` with a failure whose leg is `timeout`.
+    pub timeout: Option<std::time::Duration>,
 }
 
 impl ConceptRequest {
@@ -143,6 +147,7 @@ impl ConceptRequest {
             combine: Combine::Bool,
             sample: 10,
             scope: Scope::All,
+            timeout: None,
         }
     }
 
@@ -150,9 +155,10 @@ impl ConceptRequest {
     ///
     /// # Errors
     /// [`EngineError::InvalidArgument`] naming `sample` (0), `concept`/`term` (empty),
-    /// `depth` (0), `vector.k` (0), `fusion.k` (≤ 0 or not finite) or `keyword_weight`
-    /// (outside [0, 1]).
+    /// `depth` (0), `vector.k` (0), `fusion.k` (≤ 0 or not finite), `keyword_weight`
+    /// (outside [0, 1]) or `timeout` (zero).
     pub fn validate(&self) -> Result<()> {
+        super::validate_timeout(self.timeout)?;
         if self.sample == 0 {
             return Err(invalid("sample", "0".into(), "an integer ≥ 1"));
         }

@@ -37,3 +37,55 @@ pub enum QueryInput {
         vector: Vec<f32>,
     },
 }
+
+/// A query's deadline: the moment its timeout ends, checked between the steps of the read
+/// (after embedding, after the candidate window, before each candidate), so an expired query
+/// answers `failed` with a failure whose leg is `timeout` and returns nothing half-computed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Deadline {
+    at: std::time::Instant,
+    timeout: std::time::Duration,
+}
+
+impl Deadline {
+    /// The deadline `timeout` from now; `None` for no timeout.
+    pub fn after(timeout: Option<std::time::Duration>) -> Option<Self> {
+        timeout.map(|timeout| Self {
+            at: std::time::Instant::now() + timeout,
+            timeout,
+        })
+    }
+
+    /// Whether the deadline has passed.
+    pub fn expired(&self) -> bool {
+        std::time::Instant::now() >= self.at
+    }
+
+    /// What is left of the timeout (zero once it has passed).
+    pub fn remaining(&self) -> std::time::Duration {
+        self.at.saturating_duration_since(std::time::Instant::now())
+    }
+
+    /// The failure an expired query answers with: leg `timeout`, saying when it expired.
+    pub fn failure(&self, stage: &str) -> theme::Failure {
+        theme::Failure {
+            leg: "timeout".into(),
+            message: format!(
+                "the timeout of {:.3} s passed {stage}; nothing was returned",
+                self.timeout.as_secs_f64()
+            ),
+        }
+    }
+}
+
+/// Checks a request's timeout: `None` or a positive duration.
+pub(crate) fn validate_timeout(timeout: Option<std::time::Duration>) -> crate::Result<()> {
+    match timeout {
+        Some(t) if t.is_zero() => Err(crate::EngineError::InvalidArgument {
+            field: "timeout",
+            value: "0 s".into(),
+            expected: "a positive duration, or no timeout",
+        }),
+        _ => Ok(()),
+    }
+}

@@ -58,6 +58,9 @@ pub struct ThemeRequest {
     pub limit: usize,
     /// Most passages per theme (≥ 1; default 3).
     pub support_limit: usize,
+    /// How long the search may take (`None`: no limit; else positive). Checked during the
+    /// read: when it passes, the answer is `failed` with a failure whose leg is `timeout`.
+    pub timeout: Option<std::time::Duration>,
 }
 
 impl ThemeRequest {
@@ -68,6 +71,7 @@ impl ThemeRequest {
             scope: Scope::All,
             limit: 5,
             support_limit: 3,
+            timeout: None,
         }
     }
 
@@ -75,8 +79,10 @@ impl ThemeRequest {
     ///
     /// # Errors
     /// [`EngineError::InvalidArgument`] naming `limit` or `support_limit` when it is 0, or
-    /// `query` when the text is empty or the vector empty or not finite.
+    /// `query` when the text is empty or the vector empty or not finite, `timeout` when it is
+    /// zero.
     pub fn validate(&self) -> Result<()> {
+        super::validate_timeout(self.timeout)?;
         if self.limit == 0 {
             return Err(EngineError::InvalidArgument {
                 field: "limit",
@@ -148,7 +154,7 @@ pub enum IndexState {
 /// One failed leg of a query.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Failure {
-    /// Which leg: `embed`, `read`.
+    /// Which leg: `embed`, `read`, `timeout`, `vector_store`.
     pub leg: String,
     /// What went wrong.
     pub message: String,
@@ -201,7 +207,8 @@ pub struct ThemeAnswer {
 }
 
 impl ThemeAnswer {
-    pub(crate) fn empty(status: Status, index_state: Option<IndexState>) -> Self {
+    /// An answer with no theme: `status`, `index_state`, nothing else.
+    pub fn empty(status: Status, index_state: Option<IndexState>) -> Self {
         Self {
             status,
             truncated: false,
@@ -212,7 +219,9 @@ impl ThemeAnswer {
         }
     }
 
-    pub(crate) fn failed(run_id: Option<String>, leg: &str, message: String) -> Self {
+    /// A `failed` answer over `run_id` with one failure of `leg` (`embed`, `read`, `timeout`,
+    /// `vector_store`) saying `message`.
+    pub fn failed(run_id: Option<String>, leg: &str, message: String) -> Self {
         Self {
             status: Status::Failed,
             truncated: false,
@@ -301,21 +310,81 @@ pub fn community_scores(snap: &Snapshot, query: &[f32]) -> Vec<f32> {
         .collect()
 }
 
+/// The size of the candidate window for `limit` themes: `min(limit × 3, 100)` (rule 4).
+pub fn window_size(limit: usize) -> usize {
+    limit.saturating_mul(3).min(MAX_CANDIDATES)
+}
+
+/// Where the candidate window of a search comes from.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Window<'a> {
+    /// The run's own index of report embeddings, read as the mode says.
+    Index(CandidateSearch),
+    /// Given by the caller's vector store: `(community id, score)` pairs, checked, ordered best
+    /// first (ties: lower id) and cut to the window size here.
+    Given(&'a [(u32, f32)]),
+}
+
+/// Checks and orders a window given by a caller's vector store: every id must be a community
+/// of the run and every score finite; a repeated id keeps its best score.
+fn given_window(
+    snap: &Snapshot,
+    given: &[(u32, f32)],
+    window: usize,
+) -> std::result::Result<Vec<(u32, f32)>, String> {
+    let n = snap.num_communities();
+    let mut best: HashMap<u32, f32> = HashMap::with_capacity(given.len());
+    for (i, &(c, s)) in given.iter().enumerate() {
+        if c as usize >= n {
+            return Err(format!(
+                "hit {i} names community {c}, but the run has communities 0..{n}"
+            ));
+        }
+        if !s.is_finite() {
+            return Err(format!("hit {i} (community {c}) has score {s}"));
+        }
+        let e = best.entry(c).or_insert(s);
+        *e = e.max(s);
+    }
+    let mut out: Vec<(u32, f32)> = best.into_iter().collect();
+    out.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    out.truncate(window);
+    Ok(out)
+}
+
 /// Runs the theme search over `view` with an already-embedded, unit-length `query` vector.
 /// Arguments are assumed valid (checked by the caller).
 pub(crate) fn search(
     view: &View,
     query: &[f32],
-    scope: &Scope,
-    limit: usize,
-    support_limit: usize,
-    candidate_search: CandidateSearch,
+    req: &ThemeRequest,
+    source: Window<'_>,
+    deadline: Option<super::Deadline>,
 ) -> ThemeAnswer {
+    let (scope, limit, support_limit) = (&req.scope, req.limit, req.support_limit);
     let Some(snap) = view.snapshot() else {
         return ThemeAnswer::empty(Status::IndexNotReady, Some(IndexState::NotReady));
     };
-    let window = (limit.saturating_mul(3)).min(MAX_CANDIDATES);
-    let candidates = read_candidates(snap, query, window, candidate_search);
+    let run_id = || Some(snap.run_id().to_owned());
+    let timed_out = |stage: &str| {
+        deadline
+            .filter(super::Deadline::expired)
+            .map(|d| ThemeAnswer {
+                failures: vec![d.failure(stage)],
+                ..ThemeAnswer::failed(run_id(), "", String::new())
+            })
+    };
+    let window = window_size(limit);
+    let candidates = match source {
+        Window::Index(mode) => read_candidates(snap, query, window, mode),
+        Window::Given(given) => match given_window(snap, given, window) {
+            Ok(c) => c,
+            Err(e) => return ThemeAnswer::failed(run_id(), "vector_store", e),
+        },
+    };
+    if let Some(a) = timed_out("while the candidate window was read") {
+        return a;
+    }
     let in_scope: Option<std::collections::HashSet<u32>> = match scope {
         Scope::All => None,
         Scope::Documents(keys) => {
@@ -332,6 +401,9 @@ pub(crate) fn search(
     for &(c, score) in &candidates {
         if themes.len() == limit {
             break;
+        }
+        if let Some(a) = timed_out("while the candidates were checked against visibility") {
+            return a;
         }
         // Its report's embedded text carries the words of a hidden passage (see
         // `visibility::withdrawn`): it cannot be told apart from a theme they found.

@@ -202,6 +202,7 @@ impl ToolBox {
                     scope: self.settings.scope.clone(),
                     limit: applied,
                     support_limit: *support_limit,
+                    timeout: self.settings.timeout,
                 };
                 match self.engine.search_themes(&req) {
                     Ok(a) => ToolOutput {
@@ -228,6 +229,7 @@ impl ToolBox {
                 relation,
             } => {
                 let mut req = ConceptRequest::new(selector.clone());
+                req.timeout = self.settings.timeout;
                 if let Some(f) = node_field {
                     req.node_field.clone_from(f);
                 }

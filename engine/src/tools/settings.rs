@@ -7,6 +7,7 @@
 //! | snapshot root | `AGRAG_ROOT` | `root` | `./.agrag` |
 //! | most themes per `search_themes` call | `MCP_MAX_HITS` | `[mcp] max_hits` | 10 |
 //! | documents the tools may read | `MCP_SCOPE` | `[mcp] scope` | `all` |
+//! | deadline of each search, in seconds | `MCP_TIMEOUT` | `[mcp] timeout` | none |
 //! | query embedder | `EMBEDDING_PROVIDER`, `EMBEDDING_MODEL`, `EMBEDDING_MODEL_PATH`, `EMBEDDING_DIM` | `[embedding] provider`, `model`, `model_path`, `dim` | the run's own embedder |
 //!
 //! `MCP_SCOPE` is `all` or the path of a file of document keys, one per line (blank lines and
@@ -50,6 +51,7 @@ struct FileSettings {
 struct FileMcp {
     max_hits: Option<i64>,
     scope: Option<String>,
+    timeout: Option<f64>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -114,6 +116,9 @@ pub struct Settings {
     pub scope: Scope,
     /// Where the scope came from (`all` or the key file), for messages.
     pub scope_source: String,
+    /// `MCP_TIMEOUT`: the deadline of each `search_themes` and `find_by_meaning` call
+    /// (`None`: none). A call past it answers `failed` with a `timeout` failure.
+    pub timeout: Option<std::time::Duration>,
     /// `EMBEDDING_*`.
     pub embedding: EmbeddingSettings,
 }
@@ -125,6 +130,7 @@ impl Default for Settings {
             max_hits: DEFAULT_MAX_HITS,
             scope: Scope::All,
             scope_source: "all".into(),
+            timeout: None,
             embedding: EmbeddingSettings::default(),
         }
     }
@@ -155,6 +161,25 @@ fn read_scope(spec: &str, base: Option<&Path>) -> Result<(Scope, String)> {
     Ok((Scope::Documents(keys), path.display().to_string()))
 }
 
+/// A positive, finite number of seconds (`0.25`, `2`) as a duration.
+///
+/// # Errors
+/// [`EngineError::InvalidArgument`] naming `field` for anything else.
+pub fn parse_seconds(field: &'static str, value: &str) -> Result<std::time::Duration> {
+    value
+        .trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|t| t.is_finite() && *t > 0.0)
+        .and_then(|t| std::time::Duration::try_from_secs_f64(t).ok())
+        .filter(|d| !d.is_zero())
+        .ok_or(EngineError::InvalidArgument {
+            field,
+            value: value.to_owned(),
+            expected: "a positive number of seconds",
+        })
+}
+
 impl Settings {
     /// Reads the settings: defaults, then the TOML file `config` (when given), then the
     /// variables `lookup` returns (`AGRAG_ROOT`, `MCP_MAX_HITS`, `MCP_SCOPE`, `EMBEDDING_*`;
@@ -163,7 +188,7 @@ impl Settings {
     /// # Errors
     /// [`EngineError::InvalidArgument`] naming the setting: `config` (unreadable file, bad
     /// TOML, unknown key), `MCP_MAX_HITS` (not an integer ≥ 1), `MCP_SCOPE` (unreadable key
-    /// file).
+    /// file), `MCP_TIMEOUT` (not a positive, finite number of seconds).
     pub fn load(config: Option<&Path>, lookup: impl Fn(&str) -> Option<String>) -> Result<Self> {
         let var = |k: &str| {
             lookup(k)
@@ -182,7 +207,7 @@ impl Settings {
                     toml::from_str(&text).map_err(|e| EngineError::InvalidArgument {
                         field: "config",
                         value: format!("{}: {}", path.display(), e.message()),
-                        expected: "TOML with `root`, [mcp] max_hits/scope, [embedding] provider/model/model_path/dim",
+                        expected: "TOML with `root`, [mcp] max_hits/scope/timeout, [embedding] provider/model/model_path/dim",
                     })?;
                 (file, path.parent().map(Path::to_path_buf))
             }
@@ -207,6 +232,10 @@ impl Settings {
                     expected: "an integer ≥ 1",
                 },
             )?;
+        }
+        let timeout = var("MCP_TIMEOUT").or(file.mcp.timeout.map(|t| t.to_string()));
+        if let Some(t) = timeout {
+            s.timeout = Some(parse_seconds("MCP_TIMEOUT", &t)?);
         }
         if let Some(spec) = var("MCP_SCOPE") {
             (s.scope, s.scope_source) = read_scope(&spec, None)?;

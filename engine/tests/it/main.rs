@@ -8,6 +8,8 @@ mod cli;
 mod concepts;
 // Hidden text is unsearchable at once on every retrieval path, through the binary.
 mod hidden_text;
+// The deadline of a search (Rust API, CLI, MCP_TIMEOUT) and a caller's candidate window.
+mod deadline;
 // search_themes through the IVF index of large runs.
 mod themes_ivf;
 // The agent tools: the shared argument checker, scope, MCP_MAX_HITS, partial_retrieval.

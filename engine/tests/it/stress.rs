@@ -51,6 +51,7 @@ fn request(q: &str) -> ThemeRequest {
     ThemeRequest {
         limit: 10,
         support_limit: 10,
+        timeout: None,
         scope: Scope::All,
         ..ThemeRequest::text(q)
     }

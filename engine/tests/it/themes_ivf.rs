@@ -111,6 +111,7 @@ fn ask(engine: &Engine, i: usize, limit: usize) -> Vec<u32> {
             scope: Scope::All,
             limit,
             support_limit: 1,
+            timeout: None,
         })
         .unwrap();
     assert_eq!(a.status, Status::Ok);

@@ -283,6 +283,7 @@ fn precomputed_provider_takes_vectors_and_refuses_text() {
             scope: Scope::All,
             limit: 5,
             support_limit: 3,
+            timeout: None,
         })
         .unwrap();
     assert_eq!(a.status, Status::Ok, "{:?}", a.failures);

@@ -35,6 +35,7 @@ fn request(query: QueryInput, limit: usize, support_limit: usize) -> ThemeReques
         scope: Scope::All,
         limit,
         support_limit,
+        timeout: None,
     }
 }
 

@@ -1,0 +1,1264 @@
+//! `agrag._agrag`: the Rust half of the Python package `agrag`, over the engine's public API
+//! (`agrag_engine::Engine` and its requests and answers). Nothing is re-implemented here: every
+//! search runs in the engine, with the GIL released for its whole duration, so several Python
+//! threads search in parallel. The Python half (`agrag/`) adds the coroutines and the enums.
+//!
+//! Errors: a bad argument raises `ValueError` naming it; a damaged run raises
+//! `IndexCorruptError` (a `RuntimeError`); every other outcome is a status in the answer.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use agrag_engine::embed::query::QueryEmbedder;
+use agrag_engine::embed::{Embedder as EngineEmbedder, EmbedderSettings};
+use agrag_engine::query::concept::{
+    Combine, ConceptAnswer, ConceptRequest, ConceptSelector, Direction, Fusion, VectorClause,
+};
+use agrag_engine::query::evidence::Evidence as EngineEvidence;
+use agrag_engine::query::theme::{self, IndexState, Status, ThemeAnswer};
+use agrag_engine::query::{Deadline, QueryInput, Scope as EngineScope};
+use agrag_engine::tools::settings::EMBEDDING_KEYS;
+use agrag_engine::tools::{AgentRun, Settings, TOOLS, ToolBox, ToolOutput};
+use agrag_engine::visibility::{Target, Visibility};
+use agrag_engine::{Engine, EngineConfig, EngineError, ThemeRequest};
+use numpy::{PyArray1, PyReadonlyArray1};
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyDict, PyList, PyString};
+
+pyo3::create_exception!(
+    agrag,
+    IndexCorruptError,
+    PyRuntimeError,
+    "The served run, or the run `LATEST` names, is damaged: a file fails its manifest's size or \
+     checksum, a table is unreadable, or the format version is unknown. The message names the \
+     file at fault; a run already served keeps serving."
+);
+
+/// The settings a per-call `settings` mapping may hold.
+const SETTING_KEYS: [&str; 3] = ["MCP_MAX_HITS", "MCP_SCOPE", "MCP_TIMEOUT"];
+
+fn value_error(field: &str, message: impl std::fmt::Display) -> PyErr {
+    PyValueError::new_err(format!("{field}: {message}"))
+}
+
+/// The Python exception for an engine error: `ValueError` for a bad argument (the message
+/// names it), `IndexCorruptError` for a damaged run, `RuntimeError` otherwise; the message
+/// carries the whole chain of causes.
+fn py_error(e: &EngineError) -> PyErr {
+    match e {
+        EngineError::InvalidArgument { field, .. } => value_error(field, e.with_causes()),
+        EngineError::Corrupt { .. }
+        | EngineError::UnsupportedFormat { .. }
+        | EngineError::Parquet { .. } => IndexCorruptError::new_err(e.with_causes()),
+        _ => PyRuntimeError::new_err(e.with_causes()),
+    }
+}
+
+fn positive(field: &str, value: i64) -> PyResult<usize> {
+    usize::try_from(value)
+        .ok()
+        .filter(|&n| n >= 1)
+        .ok_or_else(|| value_error(field, format!("must be an integer ≥ 1, got {value}")))
+}
+
+/// `timeout` as a duration: `None`, a positive number of seconds, or a `datetime.timedelta`.
+fn timeout_arg(timeout: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Duration>> {
+    let Some(t) = timeout.filter(|t| !t.is_none()) else {
+        return Ok(None);
+    };
+    let seconds: f64 = if t.hasattr("total_seconds")? {
+        t.call_method0("total_seconds")?.extract()?
+    } else if t.is_instance_of::<pyo3::types::PyBool>() {
+        return Err(value_error(
+            "timeout",
+            "must be seconds or a timedelta, got a bool",
+        ));
+    } else {
+        t.extract().map_err(|_| {
+            value_error(
+                "timeout",
+                format!("must be seconds or a timedelta, got {}", type_name(t)),
+            )
+        })?
+    };
+    if !seconds.is_finite() || seconds <= 0.0 {
+        return Err(value_error(
+            "timeout",
+            format!("must be a positive number of seconds, got {seconds}"),
+        ));
+    }
+    Duration::try_from_secs_f64(seconds)
+        .ok()
+        .filter(|d| !d.is_zero())
+        .map(Some)
+        .ok_or_else(|| value_error("timeout", format!("{seconds} s is not a usable duration")))
+}
+
+fn type_name(v: &Bound<'_, PyAny>) -> String {
+    v.get_type()
+        .name()
+        .map_or_else(|_| "?".to_owned(), |n| n.to_string())
+}
+
+/// A `query` argument: text, or a 1-D NumPy `float32` vector.
+enum Query {
+    Text(String),
+    Vector(Vec<f32>),
+}
+
+fn query_arg(field: &str, q: &Bound<'_, PyAny>) -> PyResult<Query> {
+    if let Ok(s) = q.cast::<PyString>() {
+        let text = s.to_cow()?.into_owned();
+        if text.trim().is_empty() {
+            return Err(value_error(field, "must not be empty"));
+        }
+        return Ok(Query::Text(text));
+    }
+    if let Ok(a) = q.extract::<PyReadonlyArray1<'_, f32>>() {
+        let v = a
+            .as_slice()
+            .map_or_else(|_| a.as_array().to_vec(), <[f32]>::to_vec);
+        if v.is_empty() || v.iter().any(|x| !x.is_finite()) {
+            return Err(value_error(
+                field,
+                "must be a non-empty vector of finite float32 values",
+            ));
+        }
+        return Ok(Query::Vector(v));
+    }
+    Err(value_error(
+        field,
+        format!(
+            "must be a str or a 1-D numpy float32 array, got {}",
+            type_name(q)
+        ),
+    ))
+}
+
+/// The per-call `settings` (a mapping of `MCP_*` and `EMBEDDING_*` names to values).
+fn settings_arg(settings: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Settings>> {
+    let Some(s) = settings.filter(|s| !s.is_none()) else {
+        return Ok(None);
+    };
+    let dict = s
+        .cast::<PyDict>()
+        .map_err(|_| value_error("settings", format!("must be a dict, got {}", type_name(s))))?;
+    let mut values: HashMap<String, String> = HashMap::new();
+    for (k, v) in dict.iter() {
+        let key: String = k
+            .extract()
+            .map_err(|_| value_error("settings", "keys must be str"))?;
+        if !SETTING_KEYS.contains(&key.as_str()) && !EMBEDDING_KEYS.contains(&key.as_str()) {
+            return Err(value_error(
+                "settings",
+                format!(
+                    "unknown setting {key:?} (known: {}, {})",
+                    SETTING_KEYS.join(", "),
+                    EMBEDDING_KEYS.join(", ")
+                ),
+            ));
+        }
+        let value = if v.is_instance_of::<PyString>() {
+            v.extract::<String>()?
+        } else {
+            v.str()?.to_cow()?.into_owned()
+        };
+        values.insert(key, value);
+    }
+    Settings::load(None, |k| values.get(k).cloned())
+        .map(Some)
+        .map_err(|e| py_error(&e))
+}
+
+/// The documents a call may read: the call's scope within the settings' scope.
+fn effective_scope(call: &EngineScope, settings: &EngineScope) -> EngineScope {
+    match (call, settings) {
+        (EngineScope::All, s) => s.clone(),
+        (c, EngineScope::All) => c.clone(),
+        (EngineScope::Documents(a), EngineScope::Documents(b)) => {
+            EngineScope::Documents(a.iter().filter(|k| b.contains(k)).cloned().collect())
+        }
+    }
+}
+
+/// A snapshot root, served by the engine: the run `LATEST` names, swapped by
+/// [`Store::reload`]. Safe to share between threads; every method releases the GIL.
+#[pyclass(frozen, module = "agrag")]
+struct Store {
+    engine: Arc<Engine>,
+    settings: Settings,
+}
+
+#[pymethods]
+impl Store {
+    /// The id of the served run, or None.
+    #[getter]
+    fn run_id(&self) -> Option<String> {
+        self.engine.run_id()
+    }
+
+    /// The snapshot root.
+    #[getter]
+    fn root(&self) -> String {
+        self.engine.root().display().to_string()
+    }
+
+    /// Re-reads `LATEST` and serves the run it names when it is new and valid. Returns whether
+    /// the served run changed; False when there is no run to serve yet. Raises
+    /// `IndexCorruptError` when the named run is damaged (the served run stays).
+    fn reload(&self, py: Python<'_>) -> PyResult<bool> {
+        match py.detach(|| self.engine.reload()) {
+            Ok(changed) => Ok(changed),
+            Err(EngineError::NotReady { .. }) => Ok(false),
+            Err(e) => Err(py_error(&e)),
+        }
+    }
+
+    /// The embedder the served run was built with, as the `EMBEDDING_*` settings of
+    /// `open_store` choose it; None when no run is served.
+    fn embedder(&self, py: Python<'_>) -> PyResult<Option<Embedder>> {
+        py.detach(|| self.engine.query_embedder())
+            .map(|e| e.map(|inner| Embedder { inner }))
+            .map_err(|e| py_error(&e))
+    }
+
+    /// Sets the live visibility of a passage (`target="passage"`, by passage id = evidence
+    /// id) or a whole document (`target="document"`, by document key). `state` is `visible`,
+    /// `hidden`, `deleted` or `superseded`. Seen by the next query of every store on this root.
+    #[pyo3(signature = (key, state, target = "passage", reason = None))]
+    fn set_visibility(
+        &self,
+        py: Python<'_>,
+        key: &str,
+        state: &str,
+        target: &str,
+        reason: Option<&str>,
+    ) -> PyResult<()> {
+        let target = target_arg(target)?;
+        let state: Visibility = state.parse().map_err(|e: EngineError| py_error(&e))?;
+        py.detach(|| self.engine.set_visibility(target, key, state, reason))
+            .map_err(|e| py_error(&e))
+    }
+
+    /// The stored visibility of a passage or document (`visible` when never flagged).
+    #[pyo3(signature = (key, target = "passage"))]
+    fn visibility(&self, py: Python<'_>, key: &str, target: &str) -> PyResult<String> {
+        let target = target_arg(target)?;
+        py.detach(|| self.engine.visibility(target, key))
+            .map(|v| v.as_str().to_owned())
+            .map_err(|e| py_error(&e))
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "Store(root={:?}, run_id={})",
+            self.root(),
+            self.run_id()
+                .map_or_else(|| "None".to_owned(), |r| format!("{r:?}"))
+        )
+    }
+}
+
+fn target_arg(target: &str) -> PyResult<Target> {
+    match target {
+        "passage" => Ok(Target::Passage),
+        "document" => Ok(Target::Document),
+        other => Err(value_error(
+            "target",
+            format!("must be 'passage' or 'document', got {other:?}"),
+        )),
+    }
+}
+
+/// Opens the snapshot root `root` (default: `AGRAG_ROOT`, else `./.agrag`) and serves the run
+/// `LATEST` names. A root without a run opens (searches answer `index_not_ready` until
+/// `reload` finds one); a damaged run raises `IndexCorruptError`. `settings` mirrors the
+/// environment (`AGRAG_ROOT`, `EMBEDDING_*`, `MCP_*`), which it overrides.
+#[pyfunction]
+#[pyo3(signature = (root = None, settings = None))]
+fn open_store(
+    py: Python<'_>,
+    root: Option<PathBuf>,
+    settings: Option<HashMap<String, String>>,
+) -> PyResult<Store> {
+    let given = settings.unwrap_or_default();
+    let mut s = Settings::load(None, |k| {
+        given.get(k).cloned().or_else(|| std::env::var(k).ok())
+    })
+    .map_err(|e| py_error(&e))?;
+    if let Some(r) = root {
+        s.root = r;
+    }
+    let config = EngineConfig {
+        embedder: s.embedding.build_embedder().map_err(|e| py_error(&e))?,
+        model_path: s.embedding.model_path(),
+        ..EngineConfig::default()
+    };
+    let root = s.root.clone();
+    let engine = py
+        .detach(|| Engine::open(root, config))
+        .map_err(|e| py_error(&e))?;
+    if engine.run_id().is_none()
+        && let Some(refused) = engine.last_refused()
+    {
+        return Err(IndexCorruptError::new_err(format!(
+            "run {} under {} cannot be served: {}",
+            refused.run_id,
+            engine.root().display(),
+            refused.reason
+        )));
+    }
+    Ok(Store {
+        engine: Arc::new(engine),
+        settings: s,
+    })
+}
+
+/// A query embedder: all-MiniLM-L6-v2, the built-in hashing embedder, or the identity of
+/// vectors a service computes itself (`precomputed`: it embeds nothing).
+#[pyclass(frozen, module = "agrag", from_py_object)]
+#[derive(Clone)]
+struct Embedder {
+    inner: Arc<dyn EngineEmbedder>,
+}
+
+fn build_embedder(py: Python<'_>, values: &[(&str, String)]) -> PyResult<Embedder> {
+    let settings = EmbedderSettings::from_lookup(|k| {
+        values.iter().find(|(n, _)| *n == k).map(|(_, v)| v.clone())
+    })
+    .map_err(|e| py_error(&e))?;
+    py.detach(|| settings.build())
+        .map(|c| Embedder { inner: c.embedder })
+        .map_err(|e| py_error(&e))
+}
+
+#[pymethods]
+impl Embedder {
+    /// all-MiniLM-L6-v2 from `path` (default: `EMBEDDING_MODEL_PATH`, else the cache folder
+    /// `scripts/fetch-model.sh` fills). Raises RuntimeError when the model is not there.
+    #[staticmethod]
+    #[pyo3(signature = (path = None))]
+    fn minilm(py: Python<'_>, path: Option<PathBuf>) -> PyResult<Self> {
+        let mut values = vec![("EMBEDDING_PROVIDER", "minilm".to_owned())];
+        if let Some(p) = path {
+            values.push(("EMBEDDING_MODEL_PATH", p.display().to_string()));
+        }
+        build_embedder(py, &values)
+    }
+
+    /// The built-in hashing embedder (`agrag-hash-v2`) with `dim` components.
+    #[staticmethod]
+    #[pyo3(signature = (dim = 384))]
+    fn hash(py: Python<'_>, dim: i64) -> PyResult<Self> {
+        let dim = positive("dim", dim)?;
+        build_embedder(
+            py,
+            &[
+                ("EMBEDDING_PROVIDER", "hash".to_owned()),
+                ("EMBEDDING_DIM", dim.to_string()),
+            ],
+        )
+    }
+
+    /// Vectors of `model` with `dim` components, computed by the caller: queries must then be
+    /// NumPy vectors (a text query answers `failed`).
+    #[staticmethod]
+    fn precomputed(py: Python<'_>, model: &str, dim: i64) -> PyResult<Self> {
+        let dim = positive("dim", dim)?;
+        if model.trim().is_empty() {
+            return Err(value_error("model", "must not be empty"));
+        }
+        build_embedder(
+            py,
+            &[
+                ("EMBEDDING_PROVIDER", "precomputed".to_owned()),
+                ("EMBEDDING_MODEL", model.to_owned()),
+                ("EMBEDDING_DIM", dim.to_string()),
+            ],
+        )
+    }
+
+    /// The model name recorded in runs (`agrag-hash-v2`, `sentence-transformers/all-MiniLM-L6-v2`).
+    #[getter]
+    fn model(&self) -> String {
+        self.inner.identity().model.clone()
+    }
+
+    /// The vector length.
+    #[getter]
+    fn dim(&self) -> usize {
+        self.inner.identity().dim
+    }
+
+    /// The fingerprint of the weights (empty when unknown).
+    #[getter]
+    fn fingerprint(&self) -> String {
+        self.inner.identity().fingerprint.clone()
+    }
+
+    /// Embeds one text: a NumPy `float32` array of shape `(dim,)`.
+    fn embed<'py>(&self, py: Python<'py>, text: &str) -> PyResult<Bound<'py, PyArray1<f32>>> {
+        let v = py
+            .detach(|| self.inner.embed(text))
+            .map_err(|e| py_error(&e))?;
+        Ok(PyArray1::from_vec(py, v))
+    }
+
+    fn __repr__(&self) -> String {
+        format!("Embedder(model={:?}, dim={})", self.model(), self.dim())
+    }
+}
+
+/// The documents a search may read: every document (`Scope.all()`), or only these document
+/// keys (`Scope(["pmid:1", …])`; unknown keys match nothing, an empty list answers
+/// `empty_scope`).
+#[pyclass(frozen, module = "agrag", eq, from_py_object)]
+#[derive(Clone, PartialEq)]
+struct Scope {
+    keys: Option<Vec<String>>,
+}
+
+#[pymethods]
+impl Scope {
+    #[new]
+    fn new(document_keys: Vec<String>) -> Self {
+        Self {
+            keys: Some(document_keys),
+        }
+    }
+
+    /// Every document of the run.
+    #[staticmethod]
+    fn all() -> Self {
+        Self { keys: None }
+    }
+
+    /// The document keys, or None for every document.
+    #[getter]
+    fn document_keys(&self) -> Option<Vec<String>> {
+        self.keys.clone()
+    }
+
+    fn __repr__(&self) -> String {
+        match &self.keys {
+            None => "Scope.all()".to_owned(),
+            Some(k) if k.len() <= 5 => format!("Scope({k:?})"),
+            Some(k) => format!("Scope([{:?}, … {} keys])", k[0], k.len()),
+        }
+    }
+}
+
+impl Scope {
+    fn engine(&self) -> EngineScope {
+        self.keys
+            .clone()
+            .map_or(EngineScope::All, EngineScope::Documents)
+    }
+}
+
+fn scope_arg(scope: Option<&Bound<'_, PyAny>>) -> PyResult<EngineScope> {
+    match scope.filter(|s| !s.is_none()) {
+        None => Ok(EngineScope::All),
+        Some(s) => s.extract::<Scope>().map(|s| s.engine()).map_err(|_| {
+            value_error(
+                "scope",
+                format!("must be an agrag.Scope, got {}", type_name(s)),
+            )
+        }),
+    }
+}
+
+/// Calls `agrag._enums.<name>(value)`: the Python `Enum` member of a status.
+fn enum_member<'py>(py: Python<'py>, name: &str, value: &str) -> PyResult<Bound<'py, PyAny>> {
+    static ENUMS: PyOnceLock<Py<PyModule>> = PyOnceLock::new();
+    let module = ENUMS.get_or_try_init(py, || py.import("agrag._enums").map(Bound::unbind))?;
+    module.bind(py).getattr(name)?.call1((value,))
+}
+
+fn serde_str<T: serde::Serialize>(v: &T) -> String {
+    serde_json::to_value(v)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_default()
+}
+
+/// A failed leg of a search: `leg` (`embed`, `read`, `timeout`, `vector_store`) and `message`.
+#[pyclass(frozen, get_all, module = "agrag")]
+#[derive(Clone)]
+struct Failure {
+    leg: String,
+    message: String,
+}
+
+#[pymethods]
+impl Failure {
+    fn __repr__(&self) -> String {
+        format!("Failure(leg={:?}, message={:?})", self.leg, self.message)
+    }
+}
+
+/// Where a passage sits in its document: `position`, 0-based.
+#[pyclass(frozen, get_all, module = "agrag")]
+#[derive(Clone)]
+struct Location {
+    position: u32,
+}
+
+#[pymethods]
+impl Location {
+    fn __repr__(&self) -> String {
+        format!("Location(position={})", self.position)
+    }
+}
+
+/// A supporting passage of a theme: `evidence_id` (for `fetch_evidence`), `document_key`,
+/// `location`, `num_members` (how many of the theme's members it mentions).
+#[pyclass(frozen, get_all, module = "agrag")]
+#[derive(Clone)]
+struct ThemePassage {
+    evidence_id: String,
+    document_key: String,
+    location: Location,
+    num_members: u32,
+}
+
+#[pymethods]
+impl ThemePassage {
+    fn __repr__(&self) -> String {
+        format!(
+            "ThemePassage(evidence_id={:?}, document_key={:?}, position={})",
+            self.evidence_id, self.document_key, self.location.position
+        )
+    }
+}
+
+/// One theme: `theme_id` (the community id), `level`, `score` (cosine of the question to the
+/// community's report; orders themes, not a confidence), `entities` (up to five member
+/// names), `passages`.
+#[pyclass(frozen, get_all, module = "agrag")]
+#[derive(Clone)]
+struct Theme {
+    theme_id: u32,
+    level: u32,
+    score: f32,
+    entities: Vec<String>,
+    passages: Vec<ThemePassage>,
+}
+
+#[pymethods]
+impl Theme {
+    fn __repr__(&self) -> String {
+        format!(
+            "Theme(theme_id={}, level={}, score={:.4}, entities={:?}, passages={})",
+            self.theme_id,
+            self.level,
+            self.score,
+            self.entities,
+            self.passages.len()
+        )
+    }
+}
+
+/// The answer of `search_themes`: `status` (`agrag.Status`), `truncated`, `index_state`
+/// (`ready`, `not_ready` or None), `run_id`, `themes`, `failures`.
+#[pyclass(frozen, module = "agrag")]
+struct ThemeResult {
+    status: String,
+    #[pyo3(get)]
+    truncated: bool,
+    #[pyo3(get)]
+    index_state: Option<String>,
+    #[pyo3(get)]
+    run_id: Option<String>,
+    #[pyo3(get)]
+    themes: Vec<Theme>,
+    #[pyo3(get)]
+    failures: Vec<Failure>,
+}
+
+#[pymethods]
+impl ThemeResult {
+    /// The outcome, an `agrag.Status` whose `.value` is `ok`, `no_match`, `empty_scope`,
+    /// `index_not_ready` or `failed`.
+    #[getter]
+    fn status<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        enum_member(py, "Status", &self.status)
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "ThemeResult(status={:?}, truncated={}, index_state={:?}, run_id={:?}, themes={}, failures={})",
+            self.status,
+            if self.truncated { "True" } else { "False" },
+            self.index_state,
+            self.run_id,
+            self.themes.len(),
+            self.failures.len()
+        )
+    }
+}
+
+fn failures(f: Vec<theme::Failure>) -> Vec<Failure> {
+    f.into_iter()
+        .map(|f| Failure {
+            leg: f.leg,
+            message: f.message,
+        })
+        .collect()
+}
+
+impl From<ThemeAnswer> for ThemeResult {
+    fn from(a: ThemeAnswer) -> Self {
+        Self {
+            status: serde_str(&a.status),
+            truncated: a.truncated,
+            index_state: a.index_state.map(|s| serde_str(&s)),
+            run_id: a.run_id,
+            themes: a
+                .themes
+                .into_iter()
+                .map(|t| Theme {
+                    theme_id: t.theme_id,
+                    level: t.level,
+                    score: t.score,
+                    entities: t.entities,
+                    passages: t
+                        .passages
+                        .into_iter()
+                        .map(|p| ThemePassage {
+                            evidence_id: p.evidence_id,
+                            document_key: p.document_key,
+                            location: Location {
+                                position: p.location.position,
+                            },
+                            num_members: p.num_members,
+                        })
+                        .collect(),
+                })
+                .collect(),
+            failures: failures(a.failures),
+        }
+    }
+}
+
+/// The embedder a call uses: the one given, else the per-call settings' `EMBEDDING_*`, else
+/// `None` (the store's own).
+fn call_embedder(
+    py: Python<'_>,
+    embedder: Option<&Bound<'_, PyAny>>,
+    settings: Option<&Settings>,
+) -> PyResult<Option<Arc<dyn EngineEmbedder>>> {
+    if let Some(e) = embedder.filter(|e| !e.is_none()) {
+        let e = e.extract::<Embedder>().map_err(|_| {
+            value_error(
+                "embedder",
+                format!("must be an agrag.Embedder or None, got {}", type_name(e)),
+            )
+        })?;
+        return Ok(Some(e.inner));
+    }
+    match settings {
+        Some(s) => py
+            .detach(|| s.embedding.build_embedder())
+            .map_err(|e| py_error(&e)),
+        None => Ok(None),
+    }
+}
+
+/// Why a query could not be turned into a vector of the served run's space: a complete
+/// answer (index not ready, a failed leg), never an exception.
+enum Unembedded {
+    NotReady,
+    Failed(Option<String>, &'static str, String),
+}
+
+/// Text embedded for the served run by `embedder` (or the store's own), with the engine's
+/// checks of model, dimension and weights; returns the run's model name and the vector.
+fn embed_for_run(
+    engine: &Engine,
+    embedder: Option<Arc<dyn EngineEmbedder>>,
+    text: &str,
+) -> Result<(String, Vec<f32>), Unembedded> {
+    let view = engine
+        .view()
+        .map_err(|e| Unembedded::Failed(engine.run_id(), "read", e.with_causes()))?;
+    let Some(snap) = view.snapshot() else {
+        return Err(Unembedded::NotReady);
+    };
+    let run = &snap.manifest.embedder;
+    let run_id = Some(snap.run_id().to_owned());
+    let embedder = match embedder {
+        Some(e) => e,
+        None => match engine.query_embedder() {
+            Ok(Some(e)) => e,
+            Ok(None) => return Err(Unembedded::NotReady),
+            Err(e) => return Err(Unembedded::Failed(run_id, "embed", e.with_causes())),
+        },
+    };
+    QueryEmbedder::new(Some(embedder), None)
+        .embed(run, &QueryInput::Text(text.to_owned()))
+        .map(|v| (run.model.clone(), v))
+        .map_err(|e| Unembedded::Failed(run_id, "embed", e.with_causes()))
+}
+
+/// The model name a caller's vector is checked under: the embedder's when one is given, else
+/// the served run's.
+fn vector_model(engine: &Engine, embedder: Option<&Arc<dyn EngineEmbedder>>) -> String {
+    embedder.map_or_else(
+        || {
+            engine
+                .view()
+                .ok()
+                .and_then(|v| v.snapshot().map(|s| s.manifest.embedder.model.clone()))
+                .unwrap_or_default()
+        },
+        |e| e.identity().model.clone(),
+    )
+}
+
+/// Reads `(community id, score)` pairs from the answer of `vector_store.search(vector, k)`.
+fn store_hits(answer: &Bound<'_, PyAny>) -> Result<Vec<(u32, f32)>, String> {
+    let mut hits = Vec::new();
+    for (i, item) in answer
+        .try_iter()
+        .map_err(|_| format!("search() returned {}, not an iterable", type_name(answer)))?
+        .enumerate()
+    {
+        let item = item.map_err(|e| e.to_string())?;
+        let (id, score): (i64, f64) = item.extract().map_err(|_| {
+            format!(
+                "hit {i} is {}, not a (community id, score) pair",
+                type_name(&item)
+            )
+        })?;
+        let id = u32::try_from(id).map_err(|_| format!("hit {i} names community {id}"))?;
+        #[allow(clippy::cast_possible_truncation)]
+        hits.push((id, score as f32));
+    }
+    Ok(hits)
+}
+
+/// `search_themes` with the GIL released: see `agrag.evidence.search_themes`.
+#[pyfunction]
+#[pyo3(signature = (store, embedder, query, scope = None, limit = 5, support_limit = 3, vector_store = None, settings = None, timeout = None))]
+#[allow(clippy::too_many_arguments)]
+fn search_themes_sync(
+    py: Python<'_>,
+    store: &Store,
+    embedder: Option<&Bound<'_, PyAny>>,
+    query: &Bound<'_, PyAny>,
+    scope: Option<&Bound<'_, PyAny>>,
+    limit: i64,
+    support_limit: i64,
+    vector_store: Option<&Bound<'_, PyAny>>,
+    settings: Option<&Bound<'_, PyAny>>,
+    timeout: Option<&Bound<'_, PyAny>>,
+) -> PyResult<ThemeResult> {
+    let limit = positive("limit", limit)?;
+    let support_limit = positive("support_limit", support_limit)?;
+    let query = query_arg("query", query)?;
+    let scope = scope_arg(scope)?;
+    let timeout = timeout_arg(timeout)?;
+    let call_settings = settings_arg(settings)?;
+    let vector_store = vector_store.filter(|v| !v.is_none());
+    if let Some(v) = vector_store
+        && !v.hasattr("search")?
+    {
+        return Err(value_error(
+            "vector_store",
+            format!(
+                "must answer search(vector, k); {} has no search method",
+                type_name(v)
+            ),
+        ));
+    }
+    let embedder = call_embedder(py, embedder, call_settings.as_ref())?;
+    let (scope, limit, timeout) = match &call_settings {
+        Some(s) => (
+            effective_scope(&scope, &s.scope),
+            limit.min(s.max_hits),
+            timeout.or(s.timeout),
+        ),
+        None => (scope, limit, timeout),
+    };
+    let deadline = Deadline::after(timeout);
+    if let EngineScope::Documents(k) = &scope
+        && k.is_empty()
+    {
+        return Ok(ThemeAnswer::empty(Status::EmptyScope, None).into());
+    }
+    let engine = &store.engine;
+    // The store's own embedder embeds text inside the engine; a given embedder (or a vector
+    // store, which needs the vector) embeds here, with the engine's checks.
+    let input = match query {
+        Query::Vector(vector) => QueryInput::Vector {
+            model: vector_model(engine, embedder.as_ref()),
+            vector,
+        },
+        Query::Text(text) if embedder.is_none() && vector_store.is_none() => QueryInput::Text(text),
+        Query::Text(text) => match py.detach(|| embed_for_run(engine, embedder, &text)) {
+            Ok((model, vector)) => QueryInput::Vector { model, vector },
+            Err(Unembedded::NotReady) => {
+                return Ok(
+                    ThemeAnswer::empty(Status::IndexNotReady, Some(IndexState::NotReady)).into(),
+                );
+            }
+            Err(Unembedded::Failed(run_id, leg, message)) => {
+                return Ok(ThemeAnswer::failed(run_id, leg, message).into());
+            }
+        },
+    };
+    let expired = |stage: &str| {
+        deadline.filter(Deadline::expired).map(|d| {
+            let mut a = ThemeAnswer::failed(engine.run_id(), "", String::new());
+            a.failures = vec![d.failure(stage)];
+            ThemeResult::from(a)
+        })
+    };
+    if let Some(a) = expired("while the query was embedded") {
+        return Ok(a);
+    }
+    let hits = match (vector_store, &input) {
+        (Some(vs), QueryInput::Vector { vector, .. }) => {
+            let k = theme::window_size(limit);
+            let array = PyArray1::from_slice(py, vector);
+            let answer = vs
+                .call_method1("search", (array, k))
+                .map_err(|e| e.to_string())
+                .and_then(|a| store_hits(&a));
+            match answer {
+                Ok(h) => Some(h),
+                Err(message) => {
+                    return Ok(ThemeAnswer::failed(
+                        engine.run_id(),
+                        "vector_store",
+                        format!("vector_store.search failed: {message}"),
+                    )
+                    .into());
+                }
+            }
+        }
+        _ => None,
+    };
+    if let Some(a) = expired("while the vector store was searched") {
+        return Ok(a);
+    }
+    let req = ThemeRequest {
+        query: input,
+        scope,
+        limit,
+        support_limit,
+        timeout: deadline.map(|d| d.remaining().max(Duration::from_nanos(1))),
+    };
+    let answer = py.detach(|| match &hits {
+        Some(h) => engine.search_themes_in_window(&req, h),
+        None => engine.search_themes(&req),
+    });
+    answer.map(ThemeResult::from).map_err(|e| py_error(&e))
+}
+
+/// A document of a concept search: `document_key`, `title`, `score` (None when ranked by
+/// closeness), `matched` (the concepts it matched), `hops` (along the expansion).
+#[pyclass(frozen, get_all, module = "agrag")]
+#[derive(Clone)]
+struct ConceptHit {
+    document_key: String,
+    title: String,
+    score: Option<f32>,
+    matched: Vec<String>,
+    hops: u32,
+}
+
+#[pymethods]
+impl ConceptHit {
+    fn __repr__(&self) -> String {
+        format!(
+            "ConceptHit(document_key={:?}, title={:?}, hops={})",
+            self.document_key, self.title, self.hops
+        )
+    }
+}
+
+/// The answer of `find_by_meaning`: `status` (`agrag.ConceptStatus`), `run_id`, `resolved`
+/// (`(concept_id, preferred_term)` pairs), `num_expanded`, `total` (every matching
+/// document), `sample` (at most `sample` of them, ranked), `ranked_by`, `coverage_text`,
+/// `text` (all of it as sentences), `failures`; `to_dict()` gives every field.
+#[pyclass(frozen, module = "agrag")]
+struct ConceptResult {
+    status: String,
+    #[pyo3(get)]
+    run_id: Option<String>,
+    #[pyo3(get)]
+    resolved: Vec<(String, String)>,
+    #[pyo3(get)]
+    num_expanded: usize,
+    #[pyo3(get)]
+    total: u64,
+    #[pyo3(get)]
+    sample: Vec<ConceptHit>,
+    #[pyo3(get)]
+    ranked_by: String,
+    #[pyo3(get)]
+    coverage_text: String,
+    #[pyo3(get)]
+    text: String,
+    #[pyo3(get)]
+    failures: Vec<Failure>,
+    json: String,
+}
+
+#[pymethods]
+impl ConceptResult {
+    /// The outcome, an `agrag.ConceptStatus` (`ok`, `no_match`, `unknown_term`,
+    /// `unknown_concept`, `unknown_node_field`, `empty_scope`, `index_not_ready`, `failed`).
+    #[getter]
+    fn status<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        enum_member(py, "ConceptStatus", &self.status)
+    }
+
+    /// Every field of the engine's answer as plain Python values.
+    fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        py.import("json")?.call_method1("loads", (&self.json,))
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "ConceptResult(status={:?}, total={}, sample={}, run_id={:?})",
+            self.status,
+            self.total,
+            self.sample.len(),
+            self.run_id
+        )
+    }
+}
+
+impl From<ConceptAnswer> for ConceptResult {
+    fn from(a: ConceptAnswer) -> Self {
+        Self {
+            json: serde_json::to_string(&a).unwrap_or_default(),
+            status: serde_str(&a.status),
+            run_id: a.run_id,
+            resolved: a
+                .resolved
+                .into_iter()
+                .map(|r| (r.concept_id, r.preferred_term))
+                .collect(),
+            num_expanded: a.num_expanded,
+            total: a.total,
+            sample: a
+                .sample
+                .into_iter()
+                .map(|h| ConceptHit {
+                    document_key: h.document_key,
+                    title: h.title,
+                    score: h.score,
+                    matched: h.matched,
+                    hops: h.hops,
+                })
+                .collect(),
+            ranked_by: a.ranked_by,
+            coverage_text: a.coverage_text,
+            text: a.text,
+            failures: failures(a.failures),
+        }
+    }
+}
+
+/// `find_by_meaning` with the GIL released: see `agrag.evidence.find_by_meaning`.
+#[pyfunction]
+#[pyo3(signature = (store, embedder = None, term = None, *, concept = None, scope = None, query = None, keyword = None, vector = None, vector_k = 100, combine = "bool", keyword_weight = 0.5, direction = "up", depth = None, node_field = "concept", relation = "subclass_of", sample = 10, settings = None, timeout = None))]
+#[allow(clippy::too_many_arguments)]
+fn find_by_meaning_sync(
+    py: Python<'_>,
+    store: &Store,
+    embedder: Option<&Bound<'_, PyAny>>,
+    term: Option<String>,
+    concept: Option<String>,
+    scope: Option<&Bound<'_, PyAny>>,
+    query: Option<String>,
+    keyword: Option<String>,
+    vector: Option<&Bound<'_, PyAny>>,
+    vector_k: i64,
+    combine: &str,
+    keyword_weight: f32,
+    direction: &str,
+    depth: Option<i64>,
+    node_field: &str,
+    relation: &str,
+    sample: i64,
+    settings: Option<&Bound<'_, PyAny>>,
+    timeout: Option<&Bound<'_, PyAny>>,
+) -> PyResult<ConceptResult> {
+    let selector = match (term, concept) {
+        (Some(t), None) => ConceptSelector::Term(t),
+        (None, Some(c)) => ConceptSelector::Concept(c),
+        _ => {
+            return Err(value_error("term", "give exactly one of term and concept"));
+        }
+    };
+    let mut req = ConceptRequest::new(selector);
+    req.sample = positive("sample", sample)?;
+    req.depth = depth.map(|d| positive("depth", d)).transpose()?;
+    req.direction = match direction {
+        "up" | "forward" => Direction::Forward,
+        "down" | "reverse" => Direction::Reverse,
+        other => {
+            return Err(value_error(
+                "direction",
+                format!("must be 'up' or 'down', got {other:?}"),
+            ));
+        }
+    };
+    req.combine = match combine {
+        "bool" => Combine::Bool,
+        "rrf" => Combine::Hybrid(Fusion::Rrf { k: 60.0 }),
+        "weighted" => Combine::Hybrid(Fusion::WeightedSum { keyword_weight }),
+        other => {
+            return Err(value_error(
+                "combine",
+                format!("must be 'bool', 'rrf' or 'weighted', got {other:?}"),
+            ));
+        }
+    };
+    req.node_field = node_field.to_owned();
+    req.relation = relation.to_owned();
+    req.query = query;
+    req.keyword = keyword;
+    let call_settings = settings_arg(settings)?;
+    let embedder = call_embedder(py, embedder, call_settings.as_ref())?;
+    let scope = scope_arg(scope)?;
+    let timeout = timeout_arg(timeout)?;
+    (req.scope, req.timeout) = match &call_settings {
+        Some(s) => (effective_scope(&scope, &s.scope), timeout.or(s.timeout)),
+        None => (scope, timeout),
+    };
+    let engine = &store.engine;
+    if let Some(v) = vector.filter(|v| !v.is_none()) {
+        let k = positive("vector_k", vector_k)?;
+        let input = match query_arg("vector", v)? {
+            Query::Vector(vector) => QueryInput::Vector {
+                model: vector_model(engine, embedder.as_ref()),
+                vector,
+            },
+            Query::Text(text) if embedder.is_none() => QueryInput::Text(text),
+            Query::Text(text) => match py.detach(|| embed_for_run(engine, embedder, &text)) {
+                Ok((model, vector)) => QueryInput::Vector { model, vector },
+                // The engine answers both itself once asked with the text.
+                Err(_) => QueryInput::Text(text),
+            },
+        };
+        req.vector = Some(VectorClause { input, k });
+    }
+    py.detach(|| engine.find_by_meaning(&req))
+        .map(ConceptResult::from)
+        .map_err(|e| py_error(&e))
+}
+
+/// A passage behind an evidence id: `evidence_id`, `status` (`found`, `not_visible`,
+/// `unknown`), `visibility`, `document_key`, `title`, `location`, `text` (None unless found).
+#[pyclass(frozen, get_all, module = "agrag")]
+struct Evidence {
+    evidence_id: String,
+    status: String,
+    visibility: Option<String>,
+    document_key: Option<String>,
+    title: Option<String>,
+    location: Option<Location>,
+    text: Option<String>,
+}
+
+#[pymethods]
+impl Evidence {
+    fn __repr__(&self) -> String {
+        format!(
+            "Evidence(evidence_id={:?}, status={:?}, document_key={:?})",
+            self.evidence_id, self.status, self.document_key
+        )
+    }
+}
+
+impl From<EngineEvidence> for Evidence {
+    fn from(e: EngineEvidence) -> Self {
+        Self {
+            evidence_id: e.evidence_id,
+            status: serde_str(&e.status),
+            visibility: e.visibility.map(|v| v.as_str().to_owned()),
+            document_key: e.document_key,
+            title: e.title,
+            location: e.location.map(|l| Location {
+                position: l.position,
+            }),
+            text: e.text,
+        }
+    }
+}
+
+/// `fetch_evidence` with the GIL released: the passages behind `ids`, in the order asked.
+#[pyfunction]
+fn fetch_evidence_sync(py: Python<'_>, store: &Store, ids: Vec<String>) -> PyResult<Vec<Evidence>> {
+    py.detach(|| store.engine.fetch_evidence(&ids))
+        .map(|v| v.into_iter().map(Evidence::from).collect())
+        .map_err(|e| py_error(&e))
+}
+
+/// The agent tools of a store within a scope: `specs` (name, description, JSON Schema of the
+/// arguments) and `call(name, arguments)`, which never raises. Records whether any call
+/// retrieved partially (`partial_retrieval`), as the contract defines it.
+#[pyclass(frozen, module = "agrag")]
+struct AgentTools {
+    run: Mutex<AgentRun>,
+}
+
+fn json_to_py<'py>(py: Python<'py>, v: &serde_json::Value) -> PyResult<Bound<'py, PyAny>> {
+    py.import("json")?.call_method1("loads", (v.to_string(),))
+}
+
+fn output_dict<'py>(py: Python<'py>, out: &ToolOutput) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("tool", &out.tool)?;
+    d.set_item("text", &out.text)?;
+    d.set_item("structured", json_to_py(py, &out.structured)?)?;
+    d.set_item("is_error", out.is_error)?;
+    d.set_item("rejected", out.rejected)?;
+    d.set_item("partial_retrieval", out.partial_retrieval)?;
+    Ok(d)
+}
+
+#[pymethods]
+impl AgentTools {
+    /// The tools as a model is given them: a list of dicts with `name`, `description` and
+    /// `input_schema` (JSON Schema).
+    #[getter]
+    fn specs<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let list = PyList::empty(py);
+        for t in TOOLS {
+            let d = PyDict::new(py);
+            d.set_item("name", t.name)?;
+            d.set_item("description", t.description)?;
+            d.set_item("input_schema", json_to_py(py, &t.input_schema())?)?;
+            list.append(d)?;
+        }
+        Ok(list)
+    }
+
+    /// Calls tool `name` with `arguments` (a dict, or the JSON text a model wrote). Never
+    /// raises: bad arguments answer `Invalid arguments.` naming each bad field. Returns a dict
+    /// with `tool`, `text`, `structured`, `is_error`, `rejected`, `partial_retrieval`.
+    fn call<'py>(
+        &self,
+        py: Python<'py>,
+        name: &str,
+        arguments: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let text = if let Ok(s) = arguments.cast::<PyString>() {
+            s.to_cow()?.into_owned()
+        } else {
+            // Anything json cannot write becomes text that is not JSON, which the tools
+            // reject naming `arguments`.
+            py.import("json")?
+                .call_method1("dumps", (arguments,))
+                .and_then(|s| s.extract::<String>())
+                .unwrap_or_else(|e| format!("<{e}>"))
+        };
+        let out = py.detach(|| match self.run.lock() {
+            Ok(mut run) => Some(run.call_json(name, &text)),
+            Err(_) => None,
+        });
+        match out {
+            Some(o) => output_dict(py, &o),
+            None => Err(PyRuntimeError::new_err("agent tools lock poisoned")),
+        }
+    }
+
+    /// Whether any call so far retrieved partially: a theme search that was not `ok`,
+    /// `no_match` or `empty_scope`, or truncated, or an engine error.
+    #[getter]
+    fn partial_retrieval(&self) -> bool {
+        self.run.lock().is_ok_and(|r| r.partial_retrieval())
+    }
+
+    fn __repr__(&self) -> String {
+        let names: Vec<&str> = TOOLS.iter().map(|t| t.name).collect();
+        format!("AgentTools(tools={names:?})")
+    }
+}
+
+/// The agent tools of `store` within `scope` (default: every document), under the store's
+/// settings overridden by `settings` (`MCP_MAX_HITS`, `MCP_SCOPE`, `MCP_TIMEOUT`).
+#[pyfunction]
+#[pyo3(signature = (store, scope = None, settings = None))]
+fn agent_tools(
+    store: &Store,
+    scope: Option<&Bound<'_, PyAny>>,
+    settings: Option<&Bound<'_, PyAny>>,
+) -> PyResult<AgentTools> {
+    let scope = scope_arg(scope)?;
+    let mut s = settings_arg(settings)?.unwrap_or_else(|| store.settings.clone());
+    s.root = store.settings.root.clone();
+    s.scope = effective_scope(&scope, &s.scope);
+    let tools = ToolBox::new(store.engine.clone(), s);
+    Ok(AgentTools {
+        run: Mutex::new(AgentRun::new(tools)),
+    })
+}
+
+/// For the benchmark script: the seconds each text query of `queries` takes in the engine,
+/// measured in Rust around `Engine::search_themes` (the store's own embedder, every document),
+/// so that Python's per-call overhead is the difference to the same calls made from Python.
+#[pyfunction]
+#[pyo3(signature = (store, queries, limit = 5, support_limit = 3))]
+fn _time_search_themes(
+    py: Python<'_>,
+    store: &Store,
+    queries: Vec<String>,
+    limit: i64,
+    support_limit: i64,
+) -> PyResult<Vec<f64>> {
+    let limit = positive("limit", limit)?;
+    let support_limit = positive("support_limit", support_limit)?;
+    py.detach(|| {
+        queries
+            .into_iter()
+            .map(|q| {
+                let req = ThemeRequest {
+                    limit,
+                    support_limit,
+                    ..ThemeRequest::text(q)
+                };
+                let start = std::time::Instant::now();
+                store.engine.search_themes(&req)?;
+                Ok(start.elapsed().as_secs_f64())
+            })
+            .collect::<Result<Vec<f64>, EngineError>>()
+    })
+    .map_err(|e| py_error(&e))
+}
+
+/// The module `agrag._agrag`.
+#[pymodule]
+fn _agrag(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("IndexCorruptError", m.py().get_type::<IndexCorruptError>())?;
+    m.add_class::<Store>()?;
+    m.add_class::<Embedder>()?;
+    m.add_class::<Scope>()?;
+    m.add_class::<ThemeResult>()?;
+    m.add_class::<Theme>()?;
+    m.add_class::<ThemePassage>()?;
+    m.add_class::<Location>()?;
+    m.add_class::<Failure>()?;
+    m.add_class::<ConceptResult>()?;
+    m.add_class::<ConceptHit>()?;
+    m.add_class::<Evidence>()?;
+    m.add_class::<AgentTools>()?;
+    m.add_function(wrap_pyfunction!(open_store, m)?)?;
+    m.add_function(wrap_pyfunction!(search_themes_sync, m)?)?;
+    m.add_function(wrap_pyfunction!(find_by_meaning_sync, m)?)?;
+    m.add_function(wrap_pyfunction!(fetch_evidence_sync, m)?)?;
+    m.add_function(wrap_pyfunction!(agent_tools, m)?)?;
+    m.add_function(wrap_pyfunction!(_time_search_themes, m)?)?;
+    Ok(())
+}

@@ -1,0 +1,350 @@
+"""The Python API over the shipped corpus's run: the contract's example, argument errors, every
+status, scopes, live visibility across threads, the timeout, asyncio, vector stores and the
+agent tools."""
+
+import asyncio
+import datetime
+import os
+import threading
+
+import numpy as np
+import pytest
+
+import agrag
+from agrag.evidence import (
+    fetch_evidence,
+    fetch_evidence_sync,
+    find_by_meaning,
+    find_by_meaning_sync,
+    search_themes,
+    search_themes_sync,
+)
+
+QUESTION = "Do statins reduce mortality after myocardial infarction?"
+
+
+@pytest.fixture()
+def store(shipped_root):
+    return agrag.open_store(shipped_root)
+
+
+def test_the_contracts_example_prints_real_themes(store, capsys):
+    from agrag.evidence.themes import search_themes as contract_search_themes
+
+    assert contract_search_themes is search_themes
+    embedder = store.embedder()
+    scope = agrag.Scope.all()
+
+    async def main():
+        themes = await search_themes(
+            store, embedder, "How is customer data handled?", scope=scope, limit=3, support_limit=2
+        )
+        print(themes.status.value, themes.truncated, themes.index_state)
+        for theme in themes.themes:
+            print(f"{theme.score:.4f}  {theme.theme_id}  {theme.entities}")
+            for passage in theme.passages:
+                print("   ", passage.evidence_id)
+        return themes
+
+    themes = asyncio.run(main())
+    out = capsys.readouterr().out
+    assert out.splitlines()[0].split()[0] in {"ok", "no_match"}
+    assert themes.index_state == "ready"
+    # The medical question of the README finds real themes with real passages.
+    answer = search_themes_sync(store, embedder, QUESTION, scope, limit=3, support_limit=2)
+    assert answer.status is agrag.Status.OK and answer.status.value == "ok"
+    assert 1 <= len(answer.themes) <= 3
+    assert answer.run_id == store.run_id
+    for theme in answer.themes:
+        assert 1 <= len(theme.passages) <= 2
+        assert theme.entities and all(isinstance(e, str) for e in theme.entities)
+        for p in theme.passages:
+            assert p.evidence_id.startswith(p.document_key + "#")
+            assert p.location.position >= 0
+    scores = [t.score for t in answer.themes]
+    assert scores == sorted(scores, reverse=True)
+
+
+@pytest.mark.parametrize("field,kwargs", [
+    ("limit", {"limit": 0}),
+    ("limit", {"limit": -1}),
+    ("support_limit", {"support_limit": 0}),
+])
+def test_non_positive_limits_raise_value_error_naming_the_argument(store, field, kwargs):
+    with pytest.raises(ValueError, match=f"^{field}"):
+        search_themes_sync(store, None, QUESTION, None, **kwargs)
+    with pytest.raises(ValueError, match=f"^{field}"):
+        asyncio.run(search_themes(store, None, QUESTION, None, **kwargs))
+
+
+@pytest.mark.parametrize("kwargs,field", [
+    ({"query": ""}, "query"),
+    ({"query": 3}, "query"),
+    ({"query": np.zeros(3, dtype=np.float64)}, "query"),
+    ({"scope": ["pmid:1"]}, "scope"),
+    ({"timeout": 0}, "timeout"),
+    ({"timeout": -1.5}, "timeout"),
+    ({"timeout": float("nan")}, "timeout"),
+    ({"settings": {"MCP_NOPE": "1"}}, "settings"),
+    ({"settings": {"MCP_MAX_HITS": "0"}}, "MCP_MAX_HITS"),
+    ({"embedder": "hash"}, "embedder"),
+    ({"vector_store": object()}, "vector_store"),
+])
+def test_bad_arguments_raise_value_error_naming_them(store, kwargs, field):
+    args = {"query": QUESTION, **kwargs}
+    query = args.pop("query")
+    embedder = args.pop("embedder", None)
+    with pytest.raises(ValueError, match=field):
+        search_themes_sync(store, embedder, query, **args)
+
+
+def test_every_status_is_reached(store, tmp_path):
+    ok = search_themes_sync(store, None, QUESTION)
+    assert ok.status is agrag.Status.OK
+    # Nothing the hashing embedder reads: the zero vector is no match, not the first themes.
+    none = search_themes_sync(store, None, "?! …")
+    assert none.status is agrag.Status.NO_MATCH and none.themes == []
+    empty = search_themes_sync(store, None, QUESTION, agrag.Scope([]))
+    assert empty.status is agrag.Status.EMPTY_SCOPE and empty.index_state is None
+    not_ready = search_themes_sync(agrag.open_store(tmp_path / "nothing"), None, QUESTION)
+    assert not_ready.status is agrag.Status.INDEX_NOT_READY
+    assert not_ready.index_state == "not_ready" and not_ready.run_id is None
+    # An embedder of another space: failed, naming both, never an exception.
+    failed = search_themes_sync(store, agrag.Embedder.hash(dim=7), QUESTION)
+    assert failed.status is agrag.Status.FAILED
+    assert [f.leg for f in failed.failures] == ["embed"]
+    assert "dim 7" in failed.failures[0].message and "dim 384" in failed.failures[0].message
+    text_for_vectors = search_themes_sync(
+        store, agrag.Embedder.precomputed("agrag-hash-v2", 384), QUESTION
+    )
+    assert text_for_vectors.status is agrag.Status.FAILED
+
+
+def test_a_one_document_scope_reads_only_that_document(store):
+    key = search_themes_sync(store, None, QUESTION).themes[0].passages[0].document_key
+    answer = search_themes_sync(store, None, QUESTION, agrag.Scope([key]), limit=5, support_limit=10)
+    assert answer.status is agrag.Status.OK
+    assert {p.document_key for t in answer.themes for p in t.passages} == {key}
+
+
+def test_a_vector_query_answers_as_its_text(store):
+    embedder = store.embedder()
+    vector = embedder.embed(QUESTION)
+    assert vector.dtype == np.float32 and vector.shape == (embedder.dim,)
+    by_text = search_themes_sync(store, embedder, QUESTION)
+    by_vector = search_themes_sync(store, embedder, vector)
+    assert [t.theme_id for t in by_vector.themes] == [t.theme_id for t in by_text.themes]
+    assert by_vector.status is agrag.Status.OK
+    wrong = search_themes_sync(store, None, np.ones(5, dtype=np.float32))
+    assert wrong.status is agrag.Status.FAILED and wrong.failures[0].leg == "embed"
+
+
+def test_a_hidden_passage_is_gone_from_the_next_answer_while_another_thread_queries(root_copy):
+    store = agrag.open_store(root_copy)
+    first = search_themes_sync(store, None, QUESTION, support_limit=10)
+    target = first.themes[0].passages[0].evidence_id
+    stop = threading.Event()
+    seen_after = []
+    errors = []
+    hidden = threading.Event()
+
+    def query_loop():
+        try:
+            while not stop.is_set():
+                was_hidden = hidden.is_set()
+                answer = search_themes_sync(store, None, QUESTION, support_limit=10)
+                ids = {p.evidence_id for t in answer.themes for p in t.passages}
+                if was_hidden:
+                    seen_after.append(target in ids)
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    worker = threading.Thread(target=query_loop)
+    worker.start()
+    try:
+        # Set through the Python API from this thread while the worker searches.
+        other = agrag.open_store(root_copy)
+        other.set_visibility(target, "hidden", reason="test")
+        hidden.set()
+        answer = search_themes_sync(store, None, QUESTION, support_limit=10)
+        assert target not in {p.evidence_id for t in answer.themes for p in t.passages}
+        assert store.visibility(target) == "hidden"
+        [evidence] = fetch_evidence_sync(store, [target])
+        assert evidence.status == "not_visible" and evidence.text is None
+        while len(seen_after) < 3 and worker.is_alive():
+            threading.Event().wait(0.01)
+    finally:
+        stop.set()
+        worker.join()
+    assert not errors
+    assert seen_after and not any(seen_after)
+    other.set_visibility(target, "visible")
+    assert target in {
+        p.evidence_id
+        for t in search_themes_sync(store, None, QUESTION, support_limit=10).themes
+        for p in t.passages
+    }
+
+
+@pytest.mark.parametrize("timeout", [1e-9, datetime.timedelta(microseconds=1)])
+def test_a_passed_deadline_answers_failed_with_a_timeout_leg(store, timeout):
+    answer = search_themes_sync(store, None, QUESTION, timeout=timeout)
+    assert answer.status is agrag.Status.FAILED
+    assert answer.themes == []
+    assert [f.leg for f in answer.failures] == ["timeout"]
+    relaxed = search_themes_sync(store, None, QUESTION, timeout=datetime.timedelta(seconds=60))
+    assert relaxed.status is agrag.Status.OK
+    concept = find_by_meaning_sync(store, None, "Stroke", timeout=timeout)
+    assert concept.status is agrag.ConceptStatus.FAILED
+    assert [f.leg for f in concept.failures] == ["timeout"]
+    # MCP_TIMEOUT in the settings is the same deadline.
+    by_setting = search_themes_sync(store, None, QUESTION, settings={"MCP_TIMEOUT": "1e-9"})
+    assert [f.leg for f in by_setting.failures] == ["timeout"]
+
+
+def test_fifty_gathered_calls_answer_as_one_does(store):
+    expected = [t.theme_id for t in search_themes_sync(store, None, QUESTION).themes]
+
+    async def main():
+        return await asyncio.gather(*(search_themes(store, None, QUESTION) for _ in range(50)))
+
+    answers = asyncio.run(main())
+    assert len(answers) == 50
+    assert all([t.theme_id for t in a.themes] == expected for a in answers)
+
+
+class ListStore:
+    """A vector store answering fixed hits, recording what it was asked."""
+
+    def __init__(self, hits):
+        self.hits = hits
+        self.asked = []
+
+    def search(self, vector, k):
+        self.asked.append((vector.dtype, vector.shape, k))
+        return self.hits
+
+
+def test_a_callers_vector_store_gives_the_candidate_window(store):
+    own = search_themes_sync(store, None, QUESTION, limit=3)
+    ids = [t.theme_id for t in own.themes]
+    vs = ListStore([(ids[-1], 0.9), (ids[0], 0.1)])
+    answer = search_themes_sync(store, None, QUESTION, limit=3, vector_store=vs)
+    assert vs.asked == [(np.float32, (384,), 9)]
+    assert answer.status is agrag.Status.OK
+    assert [t.theme_id for t in answer.themes] == [ids[-1], ids[0]]
+    assert [round(t.score, 4) for t in answer.themes] == [0.9, 0.1]
+    unknown = search_themes_sync(store, None, QUESTION, vector_store=ListStore([(10**6, 1.0)]))
+    assert unknown.status is agrag.Status.FAILED and unknown.failures[0].leg == "vector_store"
+
+    class Broken:
+        def search(self, vector, k):
+            raise ConnectionError("vector store is down")
+
+    broken = search_themes_sync(store, None, QUESTION, vector_store=Broken())
+    assert broken.status is agrag.Status.FAILED
+    assert "vector store is down" in broken.failures[0].message
+    junk = search_themes_sync(store, None, QUESTION, vector_store=ListStore([("a", "b")]))
+    assert junk.failures[0].leg == "vector_store"
+
+
+def test_settings_cap_the_limit_and_narrow_the_scope(store, tmp_path):
+    capped = search_themes_sync(store, None, QUESTION, limit=5, settings={"MCP_MAX_HITS": "1"})
+    assert len(capped.themes) == 1
+    key = capped.themes[0].passages[0].document_key
+    keys = tmp_path / "keys.txt"
+    keys.write_text(f"# one document\n{key}\n")
+    narrowed = search_themes_sync(store, None, QUESTION, settings={"MCP_SCOPE": str(keys)})
+    assert {p.document_key for t in narrowed.themes for p in t.passages} == {key}
+    hashed = search_themes_sync(store, None, QUESTION, settings={"EMBEDDING_PROVIDER": "hash"})
+    assert hashed.status is agrag.Status.OK
+
+
+def test_fetch_evidence_answers_each_id_in_order(store):
+    ev = search_themes_sync(store, None, QUESTION).themes[0].passages[0].evidence_id
+    found, unknown = fetch_evidence_sync(store, [ev, "pmid:0#99"])
+    assert found.status == "found" and found.text and found.location.position >= 0
+    assert found.evidence_id == ev and found.document_key == ev.split("#")[0]
+    assert unknown.status == "unknown" and unknown.text is None
+    [again] = asyncio.run(fetch_evidence(store, [ev]))
+    assert again.text == found.text
+    with pytest.raises(ValueError, match="ids"):
+        fetch_evidence_sync(store, ev)
+
+
+def test_find_by_meaning_by_term_and_by_concept(store):
+    stroke = find_by_meaning_sync(store, None, "Stroke")
+    assert stroke.status is agrag.ConceptStatus.OK and stroke.total > 0
+    assert stroke.resolved and stroke.sample
+    concept_id = stroke.resolved[0][0]
+    by_id = asyncio.run(find_by_meaning(store, None, concept=concept_id))
+    assert by_id.total == stroke.total
+    assert stroke.to_dict()["total"] == stroke.total
+    unknown = find_by_meaning_sync(store, None, "no such heading at all")
+    assert unknown.status is agrag.ConceptStatus.UNKNOWN_TERM
+    with pytest.raises(ValueError, match="sample"):
+        find_by_meaning_sync(store, None, "Stroke", sample=0)
+    with pytest.raises(ValueError, match="term"):
+        find_by_meaning_sync(store, None, "Stroke", concept=concept_id)
+
+
+def test_agent_tools_never_raise_and_name_bad_fields(store):
+    tools = agrag.agent.tools(store, agrag.Scope.all())
+    names = [s["name"] for s in tools.specs]
+    assert {"search_themes", "find_by_meaning", "fetch_evidence"} <= set(names)
+    assert all(s["input_schema"]["type"] == "object" for s in tools.specs)
+    bad = tools.call("search_themes", {"query": "", "limit": 99})
+    assert bad["is_error"] and bad["rejected"] and bad["text"].startswith("Invalid arguments.")
+    assert "`query`" in bad["text"] and "`limit`" in bad["text"]
+    not_json = tools.call("search_themes", "{not json")
+    assert not_json["text"].startswith("Invalid arguments.") and "`arguments`" in not_json["text"]
+    odd = tools.call("search_themes", {"query": object()})
+    assert odd["is_error"]
+    unknown = tools.call("no_such_tool", {})
+    assert unknown["is_error"] and unknown["structured"]["error"] == "unknown_tool"
+    good = tools.call("search_themes", {"query": QUESTION})
+    assert not good["is_error"] and good["structured"]["status"] == "ok"
+    assert tools.partial_retrieval is False
+    timed = agrag.agent.tools(store, settings={"MCP_TIMEOUT": "1e-9"})
+    out = timed.call("search_themes", {"query": QUESTION})
+    assert out["structured"]["status"] == "failed" and timed.partial_retrieval is True
+
+
+def test_a_damaged_run_raises_index_corrupt_error(root_copy):
+    run_id = (root_copy / "LATEST").read_text().strip()
+    run = root_copy / "runs" / run_id
+    victim = sorted(run.glob("*.parquet"))[0]
+    data = bytearray(victim.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    victim.write_bytes(bytes(data))
+    with pytest.raises(agrag.IndexCorruptError, match=victim.name) as info:
+        agrag.open_store(root_copy)
+    assert isinstance(info.value, RuntimeError)
+
+
+def test_classes_are_frozen_and_print_themselves(store):
+    answer = search_themes_sync(store, None, QUESTION)
+    with pytest.raises(AttributeError):
+        answer.truncated = True
+    with pytest.raises(AttributeError):
+        answer.themes[0].score = 1.0
+    assert repr(answer).startswith("ThemeResult(status=\"ok\"")
+    assert repr(answer.themes[0]).startswith("Theme(theme_id=")
+    assert repr(agrag.Scope.all()) == "Scope.all()"
+    assert repr(store).startswith("Store(root=")
+    assert repr(agrag.Embedder.hash()) == 'Embedder(model="agrag-hash-v2", dim=384)'
+    assert agrag.Scope(["a"]) == agrag.Scope(["a"])
+    assert store.reload() is False
+
+
+def test_the_minilm_embedder_loads_when_the_model_is_there():
+    path = os.environ.get("EMBEDDING_MODEL_PATH")
+    if not path or not os.path.exists(os.path.join(path, "model.safetensors")):
+        if os.environ.get("AGRAG_REQUIRE_MODEL") == "1":
+            pytest.fail("AGRAG_REQUIRE_MODEL=1 but EMBEDDING_MODEL_PATH has no model")
+        pytest.skip("all-MiniLM-L6-v2 is not here (bash scripts/fetch-model.sh)")
+    e = agrag.Embedder.minilm(path)
+    v = e.embed(QUESTION)
+    assert e.dim == 384 and v.shape == (384,) and abs(float(np.dot(v, v)) - 1.0) < 1e-4
+    with pytest.raises(RuntimeError):
+        agrag.Embedder.minilm("/nonexistent/model")
