@@ -28,6 +28,10 @@
 //!    window therefore give `truncated = true`, never a silent short answer.
 //! 7. `status` is `no_match` when the window held no candidate with a visible in-scope passage,
 //!    else `ok`.
+//! 8. A request with a `timeout` has a deadline from the call's start, checked after the query
+//!    is embedded, after the candidate window is read and before each candidate is checked:
+//!    once it has passed, the answer is `failed` with one failure whose leg is `timeout`, and no
+//!    theme (nothing half-computed is returned).
 //!
 //! A theme names up to five members that a visible in-scope passage mentions, ordered by the
 //! number of such passages (descending), then weighted degree in the entity graph
