@@ -1047,8 +1047,11 @@ fn find_by_meaning_sync(
             Query::Text(text) if embedder.is_none() => QueryInput::Text(text),
             Query::Text(text) => match py.detach(|| embed_for_run(engine, embedder, &text)) {
                 Ok((model, vector)) => QueryInput::Vector { model, vector },
-                // The engine answers both itself once asked with the text.
-                Err(_) => QueryInput::Text(text),
+                // No run: the engine answers `index_not_ready` itself.
+                Err(Unembedded::NotReady) => QueryInput::Text(text),
+                Err(Unembedded::Failed(run_id, leg, message)) => {
+                    return Ok(ConceptAnswer::failed(run_id, req.direction, leg, message).into());
+                }
             },
         };
         req.vector = Some(VectorClause { input, k });

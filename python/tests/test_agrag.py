@@ -282,6 +282,12 @@ def test_find_by_meaning_by_term_and_by_concept(store):
     assert stroke.to_dict()["total"] == stroke.total
     unknown = find_by_meaning_sync(store, None, "no such heading at all")
     assert unknown.status is agrag.ConceptStatus.UNKNOWN_TERM
+    by_vector = find_by_meaning_sync(store, store.embedder(), "Stroke", vector="stroke risk")
+    assert by_vector.status in (agrag.ConceptStatus.OK, agrag.ConceptStatus.NO_MATCH)
+    assert by_vector.to_dict()["ranked_by"]
+    mismatched = find_by_meaning_sync(store, agrag.Embedder.hash(dim=7), "Stroke", vector="stroke")
+    assert mismatched.status is agrag.ConceptStatus.FAILED
+    assert [f.leg for f in mismatched.failures] == ["embed"]
     with pytest.raises(ValueError, match="sample"):
         find_by_meaning_sync(store, None, "Stroke", sample=0)
     with pytest.raises(ValueError, match="term"):

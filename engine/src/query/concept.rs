@@ -342,6 +342,23 @@ impl ConceptAnswer {
             failures: Vec::new(),
         }
     }
+
+    /// A `failed` answer over `run_id`: nothing searched, one failure of `leg` (`embed`,
+    /// `timeout`, …) saying `message`.
+    pub fn failed(
+        run_id: Option<String>,
+        direction: Direction,
+        leg: &str,
+        message: String,
+    ) -> Self {
+        let mut a = Self::nothing(ConceptStatus::Failed, direction, &message);
+        a.run_id = run_id;
+        a.failures.push(super::theme::Failure {
+            leg: leg.to_owned(),
+            message,
+        });
+        a
+    }
 }
 
 fn direction_text(d: Direction) -> &'static str {
