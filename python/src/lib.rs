@@ -1036,6 +1036,8 @@ fn find_by_meaning_sync(
         Some(s) => (effective_scope(&scope, &s.scope), timeout.or(s.timeout)),
         None => (scope, timeout),
     };
+    // The deadline runs from here, so that embedding the vector clause below counts.
+    let deadline = Deadline::after(req.timeout);
     let engine = &store.engine;
     if let Some(v) = vector.filter(|v| !v.is_none()) {
         let k = positive("vector_k", vector_k)?;
@@ -1055,6 +1057,15 @@ fn find_by_meaning_sync(
             },
         };
         req.vector = Some(VectorClause { input, k });
+    }
+    if let Some(d) = deadline {
+        if d.expired() {
+            let f = d.failure("while the vector clause was embedded");
+            return Ok(
+                ConceptAnswer::failed(engine.run_id(), req.direction, &f.leg, f.message).into(),
+            );
+        }
+        req.timeout = Some(d.remaining().max(Duration::from_nanos(1)));
     }
     py.detach(|| engine.find_by_meaning(&req))
         .map(ConceptResult::from)
