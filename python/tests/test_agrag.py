@@ -28,6 +28,27 @@ def store(shipped_root):
     return agrag.open_store(shipped_root)
 
 
+def test_the_readme_example_script_runs_from_the_repository_root(shipped_root):
+    """`python python/examples/themes.py` from the checkout, as the README says: the installed
+    package is imported (a script beside the source folder `python/agrag` would shadow it)."""
+    import subprocess
+    import sys
+
+    from conftest import REPO
+
+    done = subprocess.run(
+        [sys.executable, "python/examples/themes.py"],
+        cwd=REPO,
+        env=dict(os.environ, AGRAG_ROOT=str(shipped_root)),
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == "ok False ready", done.stdout
+    assert any(line.startswith("    pmid:") or "#" in line for line in lines[1:]), done.stdout
+
+
 def test_the_contracts_example_prints_real_themes(store, capsys):
     from agrag.evidence.themes import search_themes as contract_search_themes
 

@@ -1,4 +1,5 @@
-"""The README's Python example: themes for a question from the run at AGRAG_ROOT (default
+"""The README's Python example (kept outside python/agrag's parent folder so that running it imports
+the installed package, not the source tree): themes for a question from the run at AGRAG_ROOT (default
 ./.agrag), as the contract's own example prints them."""
 
 import asyncio
