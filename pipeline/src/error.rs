@@ -153,6 +153,18 @@ pub enum PipelineError {
         /// Number of nodes of the graph.
         num_nodes: usize,
     },
+    /// Another run holds the root's run lock (one run at a time per root).
+    #[error(
+        "another run is in progress on {root} (process {holder}, lock {lock}): wait for it to end"
+    )]
+    RunInProgress {
+        /// The snapshot root.
+        root: PathBuf,
+        /// The lock file.
+        lock: PathBuf,
+        /// The holder's process id as it wrote it in the lock file (`unknown` when unreadable).
+        holder: String,
+    },
     /// A user parameter is outside its allowed range.
     #[error("invalid {field} = {value}: expected {expected}")]
     InvalidConfig {

@@ -18,6 +18,7 @@ pub mod graph;
 pub mod ingest;
 pub mod leiden;
 pub mod link;
+pub mod lock;
 pub mod membership;
 pub mod publish;
 pub mod report;

@@ -14,6 +14,8 @@ pub const RUNS_DIR: &str = "runs";
 pub const VISIBILITY_FILE: &str = "visibility.sqlite";
 /// Prefix of a run folder that is still being written; never served, removed by `gc`.
 pub const STAGING_PREFIX: &str = ".staging-";
+/// File of the root's run lock (see [`Layout::run_lock_path`]).
+pub const RUN_LOCK_FILE: &str = "run.lock";
 
 /// Paths of one snapshot root.
 ///
@@ -22,6 +24,7 @@ pub const STAGING_PREFIX: &str = ".staging-";
 /// <root>/runs/<run_id>/              one complete run (write-once)
 /// <root>/runs/.staging-<run_id>/     a run being written (never served)
 /// <root>/visibility.sqlite           live visibility flags
+/// <root>/run.lock                    held by the one run in progress (process id inside)
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Layout {
@@ -57,6 +60,13 @@ impl Layout {
     /// `<root>/runs/.staging-<run_id>`.
     pub fn staging_dir(&self, run_id: &str) -> PathBuf {
         self.runs_dir().join(format!("{STAGING_PREFIX}{run_id}"))
+    }
+
+    /// `<root>/run.lock`: a run holds an exclusive advisory lock on it (`flock`) for as long as
+    /// it runs, with its process id written inside. The operating system releases the lock
+    /// when the process ends, however it ends, so a killed run leaves no lock to clear.
+    pub fn run_lock_path(&self) -> PathBuf {
+        self.root.join(RUN_LOCK_FILE)
     }
 
     /// `<root>/visibility.sqlite`.

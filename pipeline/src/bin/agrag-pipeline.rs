@@ -210,6 +210,7 @@ fn is_bad_input(e: &PipelineError) -> bool {
             | PipelineError::InvalidWeight { .. }
             | PipelineError::NodeOutOfRange { .. }
             | PipelineError::InvalidConfig { .. }
+            | PipelineError::RunInProgress { .. }
     )
 }
 

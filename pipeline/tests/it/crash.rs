@@ -212,3 +212,52 @@ fn sigkill_at_random_points_of_publishing_never_serves_a_partial_run() {
     assert_eq!(left, vec![last.clone()], "gc leaves only the served run");
     check_root(&setup.root, Some(&last), "after gc");
 }
+
+/// One run at a time: while a run is paused in publishing, a second run on the same root is
+/// refused at once with exit 2, naming the holder's process id, and LATEST does not move; once
+/// the holder is SIGKILLed, the next run takes the root (the lock died with its process).
+#[test]
+fn a_second_run_is_refused_while_one_holds_the_root_and_a_killed_runs_lock_is_taken_over() {
+    let dir = tempfile::tempdir().unwrap();
+    let setup = Setup {
+        root: dir.path().join("root"),
+        vocabulary: dir.path().join("vocabulary"),
+    };
+    write_small_vocabulary(&setup.vocabulary);
+    assert!(setup.command().status().unwrap().success());
+    let first = check_root(&setup.root, None, "first run");
+
+    let mut holder = setup.command().env(FAULT_ENV, "manifest").spawn().unwrap();
+    let mut stderr = BufReader::new(holder.stderr.take().unwrap());
+    wait_for_step(&mut stderr, "manifest");
+    // The holder sleeps until killed: a second run that waited for the lock would never end,
+    // so it must end by itself while the holder is still paused.
+    let mut second = setup.command().spawn().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let status = loop {
+        if let Some(status) = second.try_wait().unwrap() {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = second.kill();
+            let _ = holder.kill();
+            panic!("the second run waited for the lock instead of being refused");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let mut message = String::new();
+    std::io::Read::read_to_string(&mut second.stderr.take().unwrap(), &mut message).unwrap();
+    assert_eq!(status.code(), Some(2), "{message}");
+    assert!(
+        message.contains(&format!("process {}", holder.id())),
+        "the refusal names the holder: {message}"
+    );
+    check_root(&setup.root, Some(&first), "after the refusal");
+
+    let _ = holder.kill();
+    holder.wait().unwrap();
+    drop(stderr);
+    assert!(setup.command().status().unwrap().success());
+    let after = check_root(&setup.root, None, "run after the holder was killed");
+    assert_ne!(after, first);
+}

@@ -451,3 +451,26 @@ fn old_manifests_without_the_count_still_open() {
     let m = Manifest::read(&layout.run_dir(&id)).unwrap();
     assert_eq!(m.oversized_leaves, None);
 }
+
+/// A bad line deep in a large file (document 900,000) is refused by its line number before
+/// any work past reading: nothing is published and LATEST keeps the good run.
+#[test]
+fn a_bad_line_at_document_900000_is_named_and_nothing_is_published() {
+    let dir = tempfile::tempdir().unwrap();
+    let v = vocabulary(dir.path());
+    let (root, good) = published(dir.path(), &v);
+    let docs = dir.path().join("large.jsonl");
+    let mut out = std::io::BufWriter::new(std::fs::File::create(&docs).unwrap());
+    for i in 1..900_000u32 {
+        writeln!(
+            out,
+            r#"{{"document_key":"d{i}","title":"Aspirin {i}","text":"Aspirin after a heart attack."}}"#
+        )
+        .unwrap();
+    }
+    writeln!(out, r#"{{"document_key":"d900000","title":"broken"#).unwrap();
+    out.flush().unwrap();
+    drop(out);
+    let o = run(&root, &docs, &v, &[]);
+    assert_refused(&o, &["large.jsonl:900000"], &root, &good);
+}

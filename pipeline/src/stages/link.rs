@@ -1,0 +1,281 @@
+//! Stage 2, link: the vocabulary's concepts found in each document (dictionary matching and
+//! the linker's rules, [`DocumentLinker`]), or the mentions a GraphRAG index gives, as the
+//! graph's input mentions and each document's concept set.
+//!
+//! ```text
+//! corpus + vocabulary ──link_corpus──► Linked ──► graph (co-occurrence)
+//! GraphRAG index ──────given_links───► Linked ──► graph (the index's relationships)
+//! ```
+
+use std::collections::HashSet;
+use std::path::Path;
+
+use indicatif::ProgressBar;
+use rayon::prelude::*;
+use serde::Serialize;
+
+use crate::error::Result;
+use crate::graph::builder::Mention;
+use crate::ingest::Corpus;
+use crate::link::{
+    BrokenCycle, DocumentConcepts, DocumentLinker, LinkConfig, TermIndex, Vocabulary,
+    load_vocabulary,
+};
+use crate::publish::ConceptEvidence;
+use crate::run::{NODE_FIELD_CONCEPT, NODE_FIELD_MESH};
+use crate::stages::Phases;
+use crate::stages::visibility::PassageTable;
+
+/// What linking found: the graph's input mentions and each document's concepts.
+#[derive(Debug, Default)]
+pub(crate) struct Linked {
+    /// `(passage row, concept)` of passages neither excluded nor hidden.
+    pub(crate) mentions: Vec<Mention>,
+    /// Occurrences of each mention's concept in its passage, parallel to `mentions`.
+    pub(crate) occurrences: Vec<u32>,
+    /// Whether each document has at least one linked concept.
+    pub(crate) document_linked: Vec<bool>,
+    /// `(node_field, document, concept)`.
+    pub(crate) document_concepts: Vec<(&'static str, u32, u32)>,
+    /// Why each concept of the `concept` field is there.
+    pub(crate) concept_evidence: Vec<ConceptEvidence>,
+    /// The input's own headings that name no concept.
+    pub(crate) unresolved_headings: usize,
+}
+
+impl Linked {
+    /// Documents with at least one linked concept.
+    pub(crate) fn linked_documents(&self) -> usize {
+        self.document_linked.iter().filter(|x| **x).count()
+    }
+}
+
+/// Links every document of `corpus` against `vocab` (whole documents in parallel: title and
+/// the passages that are not excluded) and resolves the documents' own headings. Returns the
+/// links and the linker's number of patterns.
+///
+/// # Errors
+/// Those of [`DocumentLinker::new`].
+pub(crate) fn link_corpus(
+    corpus: &Corpus,
+    vocab: &Vocabulary,
+    link: &LinkConfig,
+    passages: &PassageTable<'_>,
+    excluded_documents: &HashSet<String>,
+    bar: &ProgressBar,
+) -> Result<(Linked, usize)> {
+    let linker = DocumentLinker::new(vocab, link)?;
+    let mut first_passage = Vec::with_capacity(corpus.documents.len());
+    let mut next = 0usize;
+    for doc in &corpus.documents {
+        first_passage.push(next);
+        next += doc.passages.len();
+    }
+    let found: Vec<Option<(Vec<usize>, DocumentConcepts)>> = corpus
+        .documents
+        .par_iter()
+        .zip(first_passage.par_iter())
+        .map(|(doc, &first)| {
+            let kept: Vec<usize> = (first..first + doc.passages.len())
+                .filter(|&p| !passages.excluded[p])
+                .collect();
+            bar.inc(doc.passages.len() as u64);
+            if kept.is_empty() {
+                return None;
+            }
+            let texts: Vec<&str> = kept.iter().map(|&p| passages.refs[p].text).collect();
+            Some((kept, linker.link_document(&doc.title, &texts)))
+        })
+        .collect();
+    let mut out = Linked {
+        document_linked: vec![false; corpus.documents.len()],
+        ..Linked::default()
+    };
+    for (d, found) in found.iter().enumerate() {
+        let Some((kept, dc)) = found else {
+            continue;
+        };
+        for (&p, concepts) in kept.iter().zip(&dc.passage_mentions) {
+            if passages.hidden[p] {
+                continue;
+            }
+            for &(c, n) in concepts {
+                out.mentions.push(Mention {
+                    passage: p as u32,
+                    concept: c,
+                });
+                out.occurrences.push(n);
+            }
+        }
+        for (x, ways) in dc.concepts.iter().zip(&dc.evidence) {
+            out.document_concepts
+                .push((NODE_FIELD_CONCEPT, d as u32, x.concept));
+            for (w, way) in ways.iter().enumerate() {
+                let w = w as u32;
+                if way.is_empty() {
+                    out.concept_evidence.push((d as u32, x.concept, w, None));
+                }
+                for &k in way {
+                    out.concept_evidence.push((
+                        d as u32,
+                        x.concept,
+                        w,
+                        Some(kept[k as usize] as u32),
+                    ));
+                }
+            }
+        }
+        out.document_linked[d] = !dc.concepts.is_empty();
+    }
+    // The input's own headings, resolved by preferred term or synonym (case-folded).
+    let term_index = TermIndex::new(vocab);
+    for (d, doc) in corpus.documents.iter().enumerate() {
+        if excluded_documents.contains(&doc.key) {
+            continue;
+        }
+        for h in &doc.headings {
+            match term_index.get(h) {
+                Some(c) => out.document_concepts.push((NODE_FIELD_MESH, d as u32, c)),
+                None => out.unresolved_headings += 1,
+            }
+        }
+    }
+    Ok((out, linker.num_patterns()))
+}
+
+/// Links from mentions an index gives (`(passage row, concept)`): the passages that are
+/// neither excluded nor hidden feed the graph, and every passage not excluded is evidence of
+/// its document's concepts, as with [`link_corpus`].
+pub(crate) fn given_links(
+    mentions: &[Mention],
+    passages: &PassageTable<'_>,
+    num_documents: usize,
+) -> Linked {
+    let mut out = Linked {
+        document_linked: vec![false; num_documents],
+        ..Linked::default()
+    };
+    let mut per_document: Vec<(u32, u32, u32)> = Vec::new();
+    for m in mentions {
+        let p = m.passage as usize;
+        if passages.excluded[p] {
+            continue;
+        }
+        per_document.push((passages.refs[p].document, m.concept, m.passage));
+        if !passages.hidden[p] {
+            out.mentions.push(*m);
+            out.occurrences.push(1);
+        }
+    }
+    per_document.sort_unstable();
+    per_document.dedup();
+    for (i, &(d, c, p)) in per_document.iter().enumerate() {
+        if i == 0 || per_document[i - 1].0 != d || per_document[i - 1].1 != c {
+            out.document_concepts.push((NODE_FIELD_CONCEPT, d, c));
+        }
+        // One way of evidence per concept: the passages whose text unit lists the entity.
+        out.concept_evidence.push((d, c, 0, Some(p)));
+        out.document_linked[d as usize] = true;
+    }
+    out
+}
+
+/// What linking counted.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct LinkStats {
+    /// Distinct `(passage, concept)` mentions feeding the graph.
+    pub(crate) mentions: usize,
+    /// Documents with at least one linked concept.
+    pub(crate) linked_documents: usize,
+    /// Patterns of the linker's automaton (`None` when an index gave the mentions).
+    pub(crate) patterns: Option<usize>,
+    /// The input's own headings that name no concept.
+    pub(crate) unresolved_headings: usize,
+    /// Cycles of the vocabulary's broader edges, each broken by dropping one edge.
+    pub(crate) vocabulary_cycles_broken: Vec<BrokenCycle>,
+}
+
+/// The link stage's output: the vocabulary the run used and what linking found.
+#[derive(Debug)]
+pub(crate) struct LinkOutput {
+    /// The vocabulary (read from the run's vocabulary folder, or an index's entities).
+    pub(crate) vocabulary: Vocabulary,
+    /// Mentions and document concepts.
+    pub(crate) linked: Linked,
+    /// Counts.
+    pub(crate) stats: LinkStats,
+}
+
+/// Stage 2: loads the vocabulary of `vocabulary_dir` (unless an index brings its own, with
+/// its mentions) and links the corpus, or takes the index's mentions.
+///
+/// # Errors
+/// Those of [`load_vocabulary`] and [`DocumentLinker::new`].
+pub(crate) fn link(
+    config: &LinkConfig,
+    vocabulary_dir: &Path,
+    corpus: &Corpus,
+    index: Option<(Vocabulary, &[Mention])>,
+    passages: &PassageTable<'_>,
+    excluded_documents: &HashSet<String>,
+    phases: &mut Phases,
+) -> Result<LinkOutput> {
+    let phase = phases.start("link", Some(passages.len() as u64));
+    let (vocabulary, given) = match index {
+        Some((v, mentions)) => (v, Some(mentions)),
+        None => (load_vocabulary(vocabulary_dir)?, None),
+    };
+    for c in &vocabulary.broken_cycles {
+        tracing::warn!(
+            "vocabulary cycle {:?} broken by dropping {} -> {}",
+            c.concepts,
+            c.dropped_edge.0,
+            c.dropped_edge.1
+        );
+    }
+    let (linked, patterns) = match given {
+        Some(mentions) => {
+            let l = given_links(mentions, passages, corpus.documents.len());
+            phase.bar.inc(passages.len() as u64);
+            (l, None)
+        }
+        None => {
+            let (l, patterns) = link_corpus(
+                corpus,
+                &vocabulary,
+                config,
+                passages,
+                excluded_documents,
+                &phase.bar,
+            )?;
+            (l, Some(patterns))
+        }
+    };
+    let stats = LinkStats {
+        mentions: linked.mentions.len(),
+        linked_documents: linked.linked_documents(),
+        patterns,
+        unresolved_headings: linked.unresolved_headings,
+        vocabulary_cycles_broken: vocabulary.broken_cycles.clone(),
+    };
+    let message = match patterns {
+        Some(p) => format!(
+            "{} mentions, {} of {} documents linked, {p} patterns",
+            stats.mentions,
+            stats.linked_documents,
+            corpus.documents.len()
+        ),
+        None => format!(
+            "{} mentions given, {} of {} documents linked",
+            stats.mentions,
+            stats.linked_documents,
+            corpus.documents.len()
+        ),
+    };
+    phases.finish(phase, &message);
+    Ok(LinkOutput {
+        vocabulary,
+        linked,
+        stats,
+    })
+}
