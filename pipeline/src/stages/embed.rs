@@ -1,19 +1,38 @@
-//! Stage 6, embed: each community's vectors (theme search; see [`CommunityVectors`]), the
-//! passages', and the documents' (`find_by_meaning` ranks documents by a vector made of their
-//! title's and passages'; see [`crate::embed`]), each batched and parallel.
+//! Stage 6, embed: each community's vectors (theme search; see [`CommunityVectors`]) and one
+//! vector per document (`find_by_meaning` ranks documents by the unit sum of their title's and
+//! passages' vectors; see [`crate::embed`]), each batched and parallel.
+//!
+//! Memory: the two output buffers (community rows and document rows, row-major, the buffers
+//! the snapshot writer takes) are allocated once at their final size, and every vector is
+//! written straight into them. Passages are embedded [`PASSAGE_CHUNK`] at a time, in row order:
+//! each chunk's vectors go to the community rows that are those passages and are added into
+//! their documents' rows, then the chunk is dropped. So no vector of every passage is ever held
+//! (at 10⁵ documents that was 0.5 GB beside the community rows' 0.5 GB); only the passages a
+//! community centroid averages are kept until their means are taken.
+//!
+//! The bits are those of embedding every passage in one call and summing each document's
+//! title and passages in order ([`crate::embed::document_vector`]): a document's row starts as
+//! its title's vector (`0 + t = t` exactly) and its passages are added in position order, and
+//! a corpus of at most [`PASSAGE_CHUNK`] passages is one chunk, batched as one call would be.
 //!
 //! [`CommunityVectors`]: crate::report::CommunityVectors
+
+use std::collections::HashMap;
 
 use agrag_engine::embed::{EmbedderIdentity, l2_normalize};
 use agrag_engine::format::tables::ReportVectors;
 
-use crate::embed::{document_vector, embed_texts};
+use crate::embed::embed_texts;
 use crate::error::{PipelineError, Result};
 use crate::ingest::Corpus;
 use crate::run::RunConfig;
 use crate::stages::Phases;
 use crate::stages::report::Reported;
 use crate::stages::visibility::PassageTable;
+
+/// Passages embedded per chunk: the chunk's vectors (about 50 MB at 384 dimensions) are the
+/// only passage vectors held at a time. Within a chunk, texts of similar length share a batch.
+pub(crate) const PASSAGE_CHUNK: usize = 32 * 1024;
 
 /// The embed stage's output, in the buffers the snapshot writer takes.
 #[derive(Debug)]
@@ -26,14 +45,61 @@ pub(crate) struct Embedded {
     pub(crate) identity: EmbedderIdentity,
 }
 
-/// Stage 6: embeds the reports' texts (phase `embed`), every passage still in the run and
-/// those the communities' vectors use (`embed_passages`), and the documents' titles
-/// (`embed_documents`), with [`RunConfig::embedder`]. Deleted and superseded passages add
-/// nothing to their document's vector. The passage vectors end here.
+/// Where each community's rows are: its text rows, then one row per best passage, then its
+/// centroid row.
+struct RowLayout {
+    /// First row of each community, and the total at the end.
+    first: Vec<usize>,
+    /// `(passage row, community row)` of every best passage, sorted.
+    passage_rows: Vec<(u32, usize)>,
+}
+
+impl RowLayout {
+    fn new(reported: &Reported) -> Result<Self> {
+        let mut first = Vec::with_capacity(reported.texts.len() + 1);
+        let mut passage_rows = Vec::new();
+        let mut next = 0usize;
+        let communities = reported
+            .texts
+            .iter()
+            .zip(&reported.best_passages)
+            .zip(&reported.centroid_passages);
+        for (c, ((texts, best), centroid)) in communities.enumerate() {
+            first.push(next);
+            next += texts.len();
+            for &p in best {
+                passage_rows.push((p, next));
+                next += 1;
+            }
+            next += usize::from(!centroid.is_empty());
+            if next == first[c] {
+                return Err(PipelineError::Internal(format!(
+                    "community {c} has no vector"
+                )));
+            }
+        }
+        first.push(next);
+        passage_rows.sort_unstable();
+        Ok(Self {
+            first,
+            passage_rows,
+        })
+    }
+
+    fn num_rows(&self) -> usize {
+        self.first.last().copied().unwrap_or(0)
+    }
+}
+
+/// Stage 6: embeds the reports' texts (phase `embed`), the documents' titles
+/// (`embed_documents`), then every passage still in the run and those the communities' vectors
+/// use (`embed_passages`, which also completes the document vectors and the centroids), with
+/// [`RunConfig::embedder`]. Deleted and superseded passages add nothing to their document's
+/// vector.
 ///
 /// # Errors
-/// The embedder's; [`PipelineError::Internal`] when a community ends with no vector (a bug:
-/// the report stage gives each one a text or a passage).
+/// The embedder's; [`PipelineError::Internal`] when a community has no vector (a bug: the
+/// report stage gives each one a text or a passage).
 pub(crate) fn embed(
     cfg: &RunConfig,
     corpus: &Corpus,
@@ -43,7 +109,12 @@ pub(crate) fn embed(
 ) -> Result<Embedded> {
     let embedder = cfg.embedder.as_ref();
     let identity = embedder.identity().clone();
+    let dim = identity.dim;
+    let layout = RowLayout::new(reported)?;
+    let mut values = vec![0.0f32; layout.num_rows() * dim];
+    let row = |r: usize| r * dim..(r + 1) * dim;
 
+    // The reports' texts, into their rows.
     let flat: Vec<&str> = reported
         .texts
         .iter()
@@ -51,109 +122,137 @@ pub(crate) fn embed(
         .map(String::as_str)
         .collect();
     let phase = phases.start("embed", Some(flat.len() as u64));
-    let mut text_vectors = embed_texts(embedder, &flat, "reports", &phase.bar)?.into_iter();
+    let text_vectors = embed_texts(embedder, &flat, "reports", &phase.bar)?;
     phases.finish(
         phase,
         &format!("{} report vectors by {}", flat.len(), identity.model),
     );
     drop(flat);
+    let mut text_vectors = text_vectors.into_iter();
+    for (c, texts) in reported.texts.iter().enumerate() {
+        for (i, v) in text_vectors.by_ref().take(texts.len()).enumerate() {
+            let r = row(layout.first[c] + i);
+            values[r].copy_from_slice(&v);
+        }
+    }
 
-    // The passages whose vectors are needed: every passage in the run (a document's vector is
-    // made from its title's and its passages'), which includes those of the community vectors.
-    let mut needed: Vec<u32> = reported
-        .best_passages
+    // The titles: each document's row starts as its title's vector.
+    let titles: Vec<&str> = corpus.documents.iter().map(|d| d.title.as_str()).collect();
+    let phase = phases.start("embed_documents", Some(titles.len() as u64));
+    // Sums from zero, as `document_vector` makes them (a title's -0.0 becomes +0.0).
+    let mut document_embeddings = vec![0.0f32; corpus.documents.len() * dim];
+    let mut rows = document_embeddings.chunks_exact_mut(dim.max(1));
+    for chunk in titles.chunks(PASSAGE_CHUNK) {
+        for v in embed_texts(embedder, chunk, "document titles", &phase.bar)? {
+            if let Some(doc) = rows.next() {
+                for (s, x) in doc.iter_mut().zip(&v) {
+                    *s += x;
+                }
+            }
+        }
+    }
+    drop(titles);
+    phases.finish(
+        phase,
+        &format!(
+            "{} title vectors by {}",
+            corpus.documents.len(),
+            identity.model
+        ),
+    );
+
+    // The passages, a chunk at a time in row order: into the community rows that are them, added
+    // into their documents' rows, and kept only when a centroid averages them.
+    let mut needed: Vec<u32> = layout
+        .passage_rows
         .iter()
-        .chain(&reported.centroid_passages)
-        .flatten()
-        .copied()
+        .map(|&(p, _)| p)
+        .chain(reported.centroid_passages.iter().flatten().copied())
         .chain((0..passages.len() as u32).filter(|&p| !passages.excluded[p as usize]))
         .collect();
     needed.sort_unstable();
     needed.dedup();
-    let phase = phases.start("embed_passages", Some(needed.len() as u64));
-    let passage_texts: Vec<&str> = needed
+    let mut centroid_members: Vec<u32> = reported
+        .centroid_passages
         .iter()
-        .map(|&p| passages.refs[p as usize].text)
+        .flatten()
+        .copied()
         .collect();
-    let passage_vectors = embed_texts(embedder, &passage_texts, "passages", &phase.bar)?;
-    drop(passage_texts);
-    phases.finish(
-        phase,
-        &format!("{} passage vectors by {}", needed.len(), identity.model),
-    );
-    let passage_vector = |p: u32| -> &[f32] {
-        let i = needed.binary_search(&p).unwrap_or_default();
-        &passage_vectors[i]
-    };
-
-    let titles: Vec<&str> = corpus.documents.iter().map(|d| d.title.as_str()).collect();
-    let phase = phases.start("embed_documents", Some(titles.len() as u64));
-    let title_vectors = embed_texts(embedder, &titles, "document titles", &phase.bar)?;
-    drop(titles);
-    // Row-major, written as is: the writer makes its Arrow array over this buffer.
-    let mut document_embeddings: Vec<f32> =
-        Vec::with_capacity(corpus.documents.len() * identity.dim);
-    let mut first_passage = 0u32;
-    for (d, title) in corpus.documents.iter().zip(&title_vectors) {
-        let rows = first_passage..first_passage + d.passages.len() as u32;
-        first_passage = rows.end;
-        let mut parts: Vec<&[f32]> = vec![title.as_slice()];
-        // A closure of its own: its references coerce to the title's borrow, so the titles'
-        // vectors can be dropped once the documents' are made.
-        parts.extend(
-            rows.filter(|&p| !passages.excluded[p as usize])
-                .map(|p| -> &[f32] { passage_vector(p) }),
-        );
-        document_embeddings.extend(document_vector(&parts));
+    centroid_members.sort_unstable();
+    centroid_members.dedup();
+    let mut kept: HashMap<u32, Vec<f32>> = HashMap::with_capacity(centroid_members.len());
+    let phase = phases.start("embed_passages", Some(needed.len() as u64));
+    let mut targets = layout.passage_rows.iter().peekable();
+    for chunk in needed.chunks(PASSAGE_CHUNK) {
+        let texts: Vec<&str> = chunk
+            .iter()
+            .map(|&p| passages.refs[p as usize].text)
+            .collect();
+        let vectors = embed_texts(embedder, &texts, "passages", &phase.bar)?;
+        drop(texts);
+        for (&p, v) in chunk.iter().zip(vectors) {
+            while let Some(&(_, r)) = targets.next_if(|(q, _)| *q == p) {
+                let r = row(r);
+                values[r].copy_from_slice(&v);
+            }
+            let pr = &passages.refs[p as usize];
+            if !passages.excluded[p as usize] {
+                let d = pr.document as usize;
+                for (s, x) in document_embeddings[d * dim..(d + 1) * dim]
+                    .iter_mut()
+                    .zip(&v)
+                {
+                    *s += x;
+                }
+            }
+            if centroid_members.binary_search(&p).is_ok() {
+                kept.insert(p, v);
+            }
+        }
     }
-    drop(title_vectors);
+    for doc in document_embeddings.chunks_exact_mut(dim.max(1)) {
+        l2_normalize(doc);
+    }
+    // Each centroid: the unit mean of its passages' vectors, summed in ranking order.
+    for (c, centroid) in reported.centroid_passages.iter().enumerate() {
+        if centroid.is_empty() {
+            continue;
+        }
+        let mut mean = vec![0.0f32; dim];
+        for p in centroid {
+            let v = kept.get(p).ok_or_else(|| {
+                PipelineError::Internal(format!("centroid passage {p} was not embedded"))
+            })?;
+            for (m, x) in mean.iter_mut().zip(v) {
+                *m += x;
+            }
+        }
+        l2_normalize(&mut mean);
+        let r = row(layout.first[c + 1] - 1);
+        values[r].copy_from_slice(&mean);
+    }
+    drop(kept);
     phases.finish(
         phase,
         &format!(
-            "{} document vectors from their titles and passages",
+            "{} passage vectors by {}; {} document vectors from their titles and passages",
+            needed.len(),
+            identity.model,
             corpus.documents.len(),
         ),
     );
 
-    // Each community's vectors, row-major in community order: its texts' vectors, then its
-    // best passages' own vectors (copied once, from the passage vectors, into the buffer the
-    // writer takes), then the centroid.
-    let mut report_vectors = ReportVectors::default();
-    let communities = reported
-        .texts
-        .iter()
-        .zip(&reported.best_passages)
-        .zip(&reported.centroid_passages);
-    for (c, ((texts, best), centroid)) in communities.enumerate() {
-        let before = report_vectors.values.len();
-        for v in text_vectors.by_ref().take(texts.len()) {
-            report_vectors.values.extend_from_slice(&v);
-        }
-        for &p in best {
-            report_vectors.values.extend_from_slice(passage_vector(p));
-        }
-        if !centroid.is_empty() {
-            let mut mean = vec![0.0f32; identity.dim];
-            for &p in centroid {
-                for (m, x) in mean.iter_mut().zip(passage_vector(p)) {
-                    *m += x;
-                }
-            }
-            l2_normalize(&mut mean);
-            report_vectors.values.extend_from_slice(&mean);
-        }
-        let rows = (report_vectors.values.len() - before) / identity.dim.max(1);
-        if rows == 0 {
-            return Err(PipelineError::Internal(format!(
-                "community {c} has no vector"
-            )));
-        }
-        report_vectors
-            .communities
-            .extend(std::iter::repeat_n(c as u32, rows));
-    }
+    let communities = layout
+        .first
+        .windows(2)
+        .enumerate()
+        .flat_map(|(c, w)| std::iter::repeat_n(c as u32, w[1] - w[0]))
+        .collect();
     Ok(Embedded {
-        report_vectors,
+        report_vectors: ReportVectors {
+            values,
+            communities,
+        },
         document_embeddings,
         identity,
     })
