@@ -1,5 +1,5 @@
 //! The nightly job: ingest → link → graph → detect → report → embed → publish, each stage a
-//! typed function of [`crate::stages`]; this module holds the run's configuration, its summary
+//! typed function of `stages`; this module holds the run's configuration, its summary
 //! and the chain.
 
 use std::collections::BTreeMap;
