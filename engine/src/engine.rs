@@ -270,7 +270,8 @@ impl Engine {
     ///
     /// # Errors
     /// [`EngineError::Visibility`] when the store cannot be written;
-    /// [`EngineError::InvalidArgument`] for an empty key.
+    /// [`EngineError::InvalidArgument`] for an empty key; [`EngineError::Io`] (not found)
+    /// when the snapshot root is not a folder: a mistyped root must not create one.
     pub fn set_visibility(
         &self,
         target: Target,
@@ -278,6 +279,16 @@ impl Engine {
         state: Visibility,
         reason: Option<&str>,
     ) -> Result<()> {
+        let root = self.layout.root();
+        if !root.is_dir() {
+            return Err(EngineError::io(
+                root,
+                std::io::Error::new(
+                    std::io::ErrorKind::NotFound,
+                    "the snapshot root does not exist; flags are kept in an existing root",
+                ),
+            ));
+        }
         let mut store = VisibilityStore::open(&self.layout.visibility_path())?;
         store.set(target, key, state, reason)
     }

@@ -7,7 +7,7 @@ from datetime import timedelta
 import numpy as np
 import numpy.typing as npt
 
-from ._enums import ConceptStatus, Status
+from ._enums import ConceptStatus, IndexState, Status
 
 Timeout = Union[float, int, timedelta, None]
 Query = Union[str, npt.NDArray[np.float32]]
@@ -17,6 +17,8 @@ class IndexCorruptError(RuntimeError):
     format version is unknown. The message names the file."""
 
 class VectorStore(Protocol):
+    """A caller's index of community embeddings. With a deadline, ``search`` runs on a worker
+    thread and is abandoned (its answer discarded) when the deadline passes first."""
     def search(self, vector: npt.NDArray[np.float32], k: int) -> Iterable[Tuple[int, float]]: ...
 
 class Embedder:
@@ -35,11 +37,13 @@ class Embedder:
     def embed(self, text: str) -> npt.NDArray[np.float32]: ...
 
 class Scope:
-    def __init__(self, document_keys: Sequence[str]) -> None: ...
+    def __init__(self, document_keys: Iterable[str]) -> None: ...
     @staticmethod
     def all() -> "Scope": ...
     @property
     def document_keys(self) -> Optional[List[str]]: ...
+    def __eq__(self, other: object) -> bool: ...
+    def __hash__(self) -> int: ...
 
 class Store:
     @property
@@ -54,7 +58,7 @@ class Store:
     def visibility(self, key: str, target: str = "passage") -> str: ...
 
 def open_store(
-    root: Union[str, PathLike[str], None] = None, settings: Optional[Mapping[str, str]] = None
+    root: Union[str, PathLike[str], None] = None, settings: Optional[Mapping[str, Any]] = None
 ) -> Store: ...
 
 class Failure:
@@ -95,7 +99,7 @@ class ThemeResult:
     @property
     def truncated(self) -> bool: ...
     @property
-    def index_state(self) -> Optional[str]: ...
+    def index_state(self) -> Optional[IndexState]: ...
     @property
     def run_id(self) -> Optional[str]: ...
     @property
@@ -157,7 +161,7 @@ class Evidence:
 class AgentTools:
     @property
     def specs(self) -> List[Dict[str, Any]]: ...
-    def call(self, name: str, arguments: Union[str, Mapping[str, Any]]) -> Dict[str, Any]: ...
+    def call(self, name: Any, arguments: Union[str, Mapping[str, Any]]) -> Dict[str, Any]: ...
     @property
     def partial_retrieval(self) -> bool: ...
 
@@ -169,7 +173,7 @@ def search_themes_sync(
     limit: int = 5,
     support_limit: int = 3,
     vector_store: Optional[VectorStore] = None,
-    settings: Optional[Mapping[str, str]] = None,
+    settings: Optional[Mapping[str, Any]] = None,
     timeout: Timeout = None,
 ) -> ThemeResult: ...
 def find_by_meaning_sync(
@@ -190,10 +194,10 @@ def find_by_meaning_sync(
     node_field: str = "concept",
     relation: str = "subclass_of",
     sample: int = 10,
-    settings: Optional[Mapping[str, str]] = None,
+    settings: Optional[Mapping[str, Any]] = None,
     timeout: Timeout = None,
 ) -> ConceptResult: ...
 def fetch_evidence_sync(store: Store, ids: List[str]) -> List[Evidence]: ...
 def agent_tools(
-    store: Store, scope: Optional[Scope] = None, settings: Optional[Mapping[str, str]] = None
+    store: Store, scope: Optional[Scope] = None, settings: Optional[Mapping[str, Any]] = None
 ) -> AgentTools: ...

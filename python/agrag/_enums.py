@@ -3,7 +3,18 @@
 from enum import Enum
 
 
-class Status(str, Enum):
+class _Value(str, Enum):
+    """A str enum that prints as its value (as ``enum.StrEnum`` does from Python 3.11), so that
+    ``print(themes.index_state)`` shows ``ready``."""
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self.value), spec)
+
+
+class Status(_Value):
     """Outcome of ``search_themes``."""
 
     OK = "ok"
@@ -18,7 +29,7 @@ class Status(str, Enum):
     """A leg failed (embedding, a read, the vector store, the timeout): see ``failures``."""
 
 
-class ConceptStatus(str, Enum):
+class ConceptStatus(_Value):
     """Outcome of ``find_by_meaning``."""
 
     OK = "ok"
@@ -31,7 +42,7 @@ class ConceptStatus(str, Enum):
     FAILED = "failed"
 
 
-class IndexState(str, Enum):
+class IndexState(_Value):
     """State of the index of community embeddings when a search ran."""
 
     READY = "ready"

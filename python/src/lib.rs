@@ -6,12 +6,14 @@
 //! Errors: a bad argument raises `ValueError` naming it; a damaged run raises
 //! `IndexCorruptError` (a `RuntimeError`); every other outcome is a status in the answer.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use agrag_engine::embed::query::QueryEmbedder;
+use agrag_engine::embed::settings::MAX_DIM;
 use agrag_engine::embed::{Embedder as EngineEmbedder, EmbedderSettings};
 use agrag_engine::query::concept::{
     Combine, ConceptAnswer, ConceptRequest, ConceptSelector, Direction, Fusion, VectorClause,
@@ -27,7 +29,7 @@ use numpy::{PyArray1, PyReadonlyArray1};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyDict, PyList, PyString};
+use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString};
 
 pyo3::create_exception!(
     agrag,
@@ -38,8 +40,12 @@ pyo3::create_exception!(
      file at fault; a run already served keeps serving."
 );
 
-/// The settings a per-call `settings` mapping may hold.
+/// The `MCP_*` settings a `settings` mapping may hold (besides `EMBEDDING_*`; `open_store`
+/// also takes `AGRAG_ROOT`).
 const SETTING_KEYS: [&str; 3] = ["MCP_MAX_HITS", "MCP_SCOPE", "MCP_TIMEOUT"];
+
+/// The setting `open_store` alone takes: a call cannot move its store to another root.
+const ROOT_KEY: &str = "AGRAG_ROOT";
 
 fn value_error(field: &str, message: impl std::fmt::Display) -> PyErr {
     PyValueError::new_err(format!("{field}: {message}"))
@@ -58,11 +64,65 @@ fn py_error(e: &EngineError) -> PyErr {
     }
 }
 
-fn positive(field: &str, value: i64) -> PyResult<usize> {
-    usize::try_from(value)
+/// An integer argument: a Python `int` or anything with `__index__` (a NumPy integer), not a
+/// bool; `ValueError` naming `field` for any other type or a value outside `i64`.
+fn int_arg(field: &str, v: &Bound<'_, PyAny>) -> PyResult<i64> {
+    if v.is_instance_of::<PyBool>() {
+        return Err(value_error(field, "must be an int, got a bool"));
+    }
+    v.extract::<i64>().map_err(|_| {
+        if v.is_instance_of::<PyInt>() {
+            value_error(field, format!("{v} is out of range"))
+        } else {
+            value_error(field, format!("must be an int, got {}", type_name(v)))
+        }
+    })
+}
+
+/// A positive integer argument, `default` when None.
+fn positive(field: &str, value: Option<&Bound<'_, PyAny>>, default: usize) -> PyResult<usize> {
+    let Some(v) = value.filter(|v| !v.is_none()) else {
+        return Ok(default);
+    };
+    let n = int_arg(field, v)?;
+    usize::try_from(n)
         .ok()
         .filter(|&n| n >= 1)
-        .ok_or_else(|| value_error(field, format!("must be an integer ≥ 1, got {value}")))
+        .ok_or_else(|| value_error(field, format!("must be an integer ≥ 1, got {n}")))
+}
+
+/// A float argument (an `int` or `float`, not a bool) within `range`, `default` when None.
+fn number_in(
+    field: &str,
+    value: Option<&Bound<'_, PyAny>>,
+    default: f32,
+    range: std::ops::RangeInclusive<f32>,
+) -> PyResult<f32> {
+    let Some(v) = value.filter(|v| !v.is_none()) else {
+        return Ok(default);
+    };
+    if v.is_instance_of::<PyBool>()
+        || !(v.is_instance_of::<PyFloat>() || v.is_instance_of::<PyInt>())
+    {
+        return Err(value_error(
+            field,
+            format!("must be a number, got {}", type_name(v)),
+        ));
+    }
+    let x: f64 = v.extract()?;
+    #[allow(clippy::cast_possible_truncation)]
+    let x = x as f32;
+    if !range.contains(&x) {
+        return Err(value_error(
+            field,
+            format!(
+                "must be a number in [{}, {}], got {x}",
+                range.start(),
+                range.end()
+            ),
+        ));
+    }
+    Ok(x)
 }
 
 /// `timeout` as a duration: `None`, a positive number of seconds, or a `datetime.timedelta`.
@@ -139,27 +199,37 @@ fn query_arg(field: &str, q: &Bound<'_, PyAny>) -> PyResult<Query> {
     ))
 }
 
-/// The per-call `settings` (a mapping of `MCP_*` and `EMBEDDING_*` names to values).
-fn settings_arg(settings: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Settings>> {
+/// The values of a `settings` mapping (`MCP_*` and `EMBEDDING_*` names, and `AGRAG_ROOT` when
+/// `with_root`); a value that is not a str is taken as its `str()`. An unknown key, or a mapping
+/// that is not a dict, is a `ValueError` naming `settings`.
+fn settings_values(
+    settings: Option<&Bound<'_, PyAny>>,
+    with_root: bool,
+) -> PyResult<HashMap<String, String>> {
+    let mut values = HashMap::new();
     let Some(s) = settings.filter(|s| !s.is_none()) else {
-        return Ok(None);
+        return Ok(values);
     };
     let dict = s
         .cast::<PyDict>()
         .map_err(|_| value_error("settings", format!("must be a dict, got {}", type_name(s))))?;
-    let mut values: HashMap<String, String> = HashMap::new();
     for (k, v) in dict.iter() {
         let key: String = k
             .extract()
             .map_err(|_| value_error("settings", "keys must be str"))?;
-        if !SETTING_KEYS.contains(&key.as_str()) && !EMBEDDING_KEYS.contains(&key.as_str()) {
+        let known = SETTING_KEYS.contains(&key.as_str())
+            || EMBEDDING_KEYS.contains(&key.as_str())
+            || (with_root && key == ROOT_KEY);
+        if !known {
+            let mut names: Vec<&str> = Vec::new();
+            if with_root {
+                names.push(ROOT_KEY);
+            }
+            names.extend(SETTING_KEYS);
+            names.extend(EMBEDDING_KEYS);
             return Err(value_error(
                 "settings",
-                format!(
-                    "unknown setting {key:?} (known: {}, {})",
-                    SETTING_KEYS.join(", "),
-                    EMBEDDING_KEYS.join(", ")
-                ),
+                format!("unknown setting {key:?} (known: {})", names.join(", ")),
             ));
         }
         let value = if v.is_instance_of::<PyString>() {
@@ -169,9 +239,53 @@ fn settings_arg(settings: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Settings
         };
         values.insert(key, value);
     }
-    Settings::load(None, |k| values.get(k).cloned())
-        .map(Some)
-        .map_err(|e| py_error(&e))
+    Ok(values)
+}
+
+/// Whether `MCP_MAX_HITS` is set in `values` or the environment: only then does it cap
+/// `limit` (its default of 10 is the MCP server's, not a Python caller's).
+fn max_hits_set(values: &HashMap<String, String>) -> bool {
+    values.contains_key("MCP_MAX_HITS") || std::env::var_os("MCP_MAX_HITS").is_some()
+}
+
+/// The settings one call runs under: its own `settings` mapping over the store's.
+struct CallSettings<'a> {
+    settings: Cow<'a, Settings>,
+    /// The mapping names an `EMBEDDING_*` key: the call builds that embedder.
+    embedder_given: bool,
+    /// `MCP_MAX_HITS` when it was set anywhere.
+    max_hits: Option<usize>,
+}
+
+/// The settings of a call on `store`: the call's `settings` mapping, then the store's
+/// (`open_store`'s mapping, then the environment), key by key.
+fn call_settings<'a>(
+    store: &'a Store,
+    settings: Option<&Bound<'_, PyAny>>,
+) -> PyResult<CallSettings<'a>> {
+    let call = settings_values(settings, false)?;
+    if call.is_empty() {
+        return Ok(CallSettings {
+            settings: Cow::Borrowed(&store.settings),
+            embedder_given: false,
+            max_hits: store.max_hits,
+        });
+    }
+    let mut s = Settings::load(None, |k| {
+        call.get(k)
+            .or_else(|| store.values.get(k))
+            .cloned()
+            .or_else(|| std::env::var(k).ok())
+    })
+    .map_err(|e| py_error(&e))?;
+    s.root.clone_from(&store.settings.root);
+    let max_hits =
+        (call.contains_key("MCP_MAX_HITS") || store.max_hits.is_some()).then_some(s.max_hits);
+    Ok(CallSettings {
+        settings: Cow::Owned(s),
+        embedder_given: call.keys().any(|k| EMBEDDING_KEYS.contains(&k.as_str())),
+        max_hits,
+    })
 }
 
 /// The documents a call may read: the call's scope within the settings' scope.
@@ -191,6 +305,10 @@ fn effective_scope(call: &EngineScope, settings: &EngineScope) -> EngineScope {
 struct Store {
     engine: Arc<Engine>,
     settings: Settings,
+    /// `open_store`'s own `settings` mapping, under each call's.
+    values: HashMap<String, String>,
+    /// `MCP_MAX_HITS` when `open_store`'s mapping or the environment sets it.
+    max_hits: Option<usize>,
 }
 
 #[pymethods]
@@ -276,18 +394,19 @@ fn target_arg(target: &str) -> PyResult<Target> {
 
 /// Opens the snapshot root `root` (default: `AGRAG_ROOT`, else `./.agrag`) and serves the run
 /// `LATEST` names. A root without a run opens (searches answer `index_not_ready` until
-/// `reload` finds one); a damaged run raises `IndexCorruptError`. `settings` mirrors the
-/// environment (`AGRAG_ROOT`, `EMBEDDING_*`, `MCP_*`), which it overrides.
+/// `reload` finds one); a damaged run, or a `LATEST` that names no run, raises
+/// `IndexCorruptError`. `settings` mirrors the environment (`AGRAG_ROOT`, `EMBEDDING_*`,
+/// `MCP_*`), which it overrides; an unknown key is a `ValueError`.
 #[pyfunction]
 #[pyo3(signature = (root = None, settings = None))]
 fn open_store(
     py: Python<'_>,
     root: Option<PathBuf>,
-    settings: Option<HashMap<String, String>>,
+    settings: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Store> {
-    let given = settings.unwrap_or_default();
+    let values = settings_values(settings, true)?;
     let mut s = Settings::load(None, |k| {
-        given.get(k).cloned().or_else(|| std::env::var(k).ok())
+        values.get(k).cloned().or_else(|| std::env::var(k).ok())
     })
     .map_err(|e| py_error(&e))?;
     if let Some(r) = root {
@@ -302,19 +421,30 @@ fn open_store(
     let engine = py
         .detach(|| Engine::open(root, config))
         .map_err(|e| py_error(&e))?;
-    if engine.run_id().is_none()
-        && let Some(refused) = engine.last_refused()
-    {
-        return Err(IndexCorruptError::new_err(format!(
-            "run {} under {} cannot be served: {}",
-            refused.run_id,
-            engine.root().display(),
-            refused.reason
-        )));
+    if engine.run_id().is_none() {
+        // `Engine::open` serves what it can and logs the rest; a store that would only ever
+        // answer `index_not_ready` because `LATEST` or its run is damaged is refused here.
+        match py.detach(|| engine.reload()) {
+            Ok(_) | Err(EngineError::NotReady { .. }) => {}
+            Err(e) => {
+                return Err(match engine.last_refused() {
+                    Some(refused) => IndexCorruptError::new_err(format!(
+                        "run {} under {} cannot be served: {}",
+                        refused.run_id,
+                        engine.root().display(),
+                        refused.reason
+                    )),
+                    None => py_error(&e),
+                });
+            }
+        }
     }
+    let max_hits = max_hits_set(&values).then_some(s.max_hits);
     Ok(Store {
         engine: Arc::new(engine),
         settings: s,
+        values,
+        max_hits,
     })
 }
 
@@ -324,6 +454,18 @@ fn open_store(
 #[derive(Clone)]
 struct Embedder {
     inner: Arc<dyn EngineEmbedder>,
+}
+
+/// A vector length argument `dim`: 1 to [`MAX_DIM`].
+fn dim_arg(dim: Option<&Bound<'_, PyAny>>, default: usize) -> PyResult<usize> {
+    let dim = positive("dim", dim, default)?;
+    if dim > MAX_DIM {
+        return Err(value_error(
+            "dim",
+            format!("must be at most {MAX_DIM}, got {dim}"),
+        ));
+    }
+    Ok(dim)
 }
 
 fn build_embedder(py: Python<'_>, values: &[(&str, String)]) -> PyResult<Embedder> {
@@ -350,11 +492,12 @@ impl Embedder {
         build_embedder(py, &values)
     }
 
-    /// The built-in hashing embedder (`agrag-hash-v2`) with `dim` components.
+    /// The built-in hashing embedder (`agrag-hash-v2`) with `dim` components (1 to 65,536;
+    /// default 384).
     #[staticmethod]
-    #[pyo3(signature = (dim = 384))]
-    fn hash(py: Python<'_>, dim: i64) -> PyResult<Self> {
-        let dim = positive("dim", dim)?;
+    #[pyo3(signature = (dim = None))]
+    fn hash(py: Python<'_>, dim: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
+        let dim = dim_arg(dim, 384)?;
         build_embedder(
             py,
             &[
@@ -364,11 +507,11 @@ impl Embedder {
         )
     }
 
-    /// Vectors of `model` with `dim` components, computed by the caller: queries must then be
-    /// NumPy vectors (a text query answers `failed`).
+    /// Vectors of `model` with `dim` components (1 to 65,536), computed by the caller:
+    /// queries must then be NumPy vectors (a text query answers `failed`).
     #[staticmethod]
-    fn precomputed(py: Python<'_>, model: &str, dim: i64) -> PyResult<Self> {
-        let dim = positive("dim", dim)?;
+    fn precomputed(py: Python<'_>, model: &str, dim: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let dim = dim_arg(Some(dim), 0)?;
         if model.trim().is_empty() {
             return Err(value_error("model", "must not be empty"));
         }
@@ -416,19 +559,46 @@ impl Embedder {
 /// The documents a search may read: every document (`Scope.all()`), or only these document
 /// keys (`Scope(["pmid:1", …])`; unknown keys match nothing, an empty list answers
 /// `empty_scope`).
-#[pyclass(frozen, module = "agrag", eq, from_py_object)]
-#[derive(Clone, PartialEq)]
+#[pyclass(frozen, module = "agrag", eq, hash, from_py_object)]
+#[derive(Clone, PartialEq, Eq, Hash)]
 struct Scope {
     keys: Option<Vec<String>>,
 }
 
 #[pymethods]
 impl Scope {
+    /// Raises `ValueError` naming `document_keys` unless it is an iterable of str (a single
+    /// str is refused: it would be read as its characters).
     #[new]
-    fn new(document_keys: Vec<String>) -> Self {
-        Self {
-            keys: Some(document_keys),
+    fn new(document_keys: &Bound<'_, PyAny>) -> PyResult<Self> {
+        const FIELD: &str = "document_keys";
+        if document_keys.is_instance_of::<PyString>() {
+            return Err(value_error(
+                FIELD,
+                "must be a list of document keys, not one str",
+            ));
         }
+        let items = document_keys.try_iter().map_err(|_| {
+            value_error(
+                FIELD,
+                format!(
+                    "must be a list of document keys, got {}",
+                    type_name(document_keys)
+                ),
+            )
+        })?;
+        let mut keys = Vec::new();
+        for (i, item) in items.enumerate() {
+            let item = item?;
+            let key = item.cast::<PyString>().map_err(|_| {
+                value_error(
+                    FIELD,
+                    format!("item {i} is {}, not a str", type_name(&item)),
+                )
+            })?;
+            keys.push(key.to_cow()?.into_owned());
+        }
+        Ok(Self { keys: Some(keys) })
     }
 
     /// Every document of the run.
@@ -570,7 +740,6 @@ struct ThemeResult {
     status: String,
     #[pyo3(get)]
     truncated: bool,
-    #[pyo3(get)]
     index_state: Option<String>,
     #[pyo3(get)]
     run_id: Option<String>,
@@ -587,6 +756,16 @@ impl ThemeResult {
     #[getter]
     fn status<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         enum_member(py, "Status", &self.status)
+    }
+
+    /// The state of the run's index of community embeddings, an `agrag.IndexState` (`ready`,
+    /// `not_ready`), or None when no search ran (`empty_scope`).
+    #[getter]
+    fn index_state<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        self.index_state
+            .as_deref()
+            .map(|s| enum_member(py, "IndexState", s))
+            .transpose()
     }
 
     fn __repr__(&self) -> String {
@@ -742,9 +921,73 @@ fn store_hits(answer: &Bound<'_, PyAny>) -> Result<Vec<(u32, f32)>, String> {
     Ok(hits)
 }
 
+/// What a caller's vector store answered.
+enum StoreAnswer {
+    Hits(Vec<(u32, f32)>),
+    /// The deadline passed first; the search is left to finish on its own thread.
+    DeadlinePassed,
+    /// It raised an `Exception` or answered something that is not hits.
+    Failed(String),
+}
+
+/// Asks `vector_store.search(vector, k)` through `agrag._vector_store.search`, which bounds it
+/// by the deadline. An exception that is not an `Exception` (`KeyboardInterrupt`,
+/// `SystemExit`) propagates to the caller.
+fn ask_vector_store(
+    py: Python<'_>,
+    vector_store: &Bound<'_, PyAny>,
+    vector: &[f32],
+    k: usize,
+    deadline: Option<Deadline>,
+) -> PyResult<StoreAnswer> {
+    static HELPER: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+    let helper = HELPER.get_or_try_init(py, || {
+        py.import("agrag._vector_store")
+            .and_then(|m| m.getattr("search"))
+            .map(Bound::unbind)
+    })?;
+    let array = PyArray1::from_slice(py, vector);
+    let seconds = deadline.map(|d| d.remaining().as_secs_f64());
+    match helper.bind(py).call1((vector_store, array, k, seconds)) {
+        Ok(answer) if answer.is_none() => Ok(StoreAnswer::DeadlinePassed),
+        Ok(answer) => Ok(store_hits(&answer).map_or_else(StoreAnswer::Failed, StoreAnswer::Hits)),
+        Err(e) if e.is_instance_of::<pyo3::exceptions::PyException>(py) => {
+            Ok(StoreAnswer::Failed(e.to_string()))
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// Refuses a query vector whose length is not the embedder's (when one is given) or the
+/// served run's: a `ValueError` naming `field`, since no answer could be right.
+fn check_vector_len(
+    field: &str,
+    engine: &Engine,
+    embedder: Option<&Arc<dyn EngineEmbedder>>,
+    vector: &[f32],
+) -> PyResult<()> {
+    let expected = match embedder {
+        Some(e) => Some((e.identity().dim, "the embedder's")),
+        None => engine.view().ok().and_then(|v| {
+            v.snapshot()
+                .map(|s| (s.manifest.embedder.dim, "the served run's"))
+        }),
+    };
+    match expected {
+        Some((dim, whose)) if dim != vector.len() => Err(value_error(
+            field,
+            format!(
+                "has {} components; {whose} vectors have {dim}",
+                vector.len()
+            ),
+        )),
+        _ => Ok(()),
+    }
+}
+
 /// `search_themes` with the GIL released: see `agrag.evidence.search_themes`.
 #[pyfunction]
-#[pyo3(signature = (store, embedder, query, scope = None, limit = 5, support_limit = 3, vector_store = None, settings = None, timeout = None))]
+#[pyo3(signature = (store, embedder, query, scope = None, limit = None, support_limit = None, vector_store = None, settings = None, timeout = None))]
 #[allow(clippy::too_many_arguments)]
 fn search_themes_sync(
     py: Python<'_>,
@@ -752,18 +995,18 @@ fn search_themes_sync(
     embedder: Option<&Bound<'_, PyAny>>,
     query: &Bound<'_, PyAny>,
     scope: Option<&Bound<'_, PyAny>>,
-    limit: i64,
-    support_limit: i64,
+    limit: Option<&Bound<'_, PyAny>>,
+    support_limit: Option<&Bound<'_, PyAny>>,
     vector_store: Option<&Bound<'_, PyAny>>,
     settings: Option<&Bound<'_, PyAny>>,
     timeout: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<ThemeResult> {
-    let limit = positive("limit", limit)?;
-    let support_limit = positive("support_limit", support_limit)?;
+    let limit = positive("limit", limit, 5)?;
+    let support_limit = positive("support_limit", support_limit, 3)?;
     let query = query_arg("query", query)?;
     let scope = scope_arg(scope)?;
     let timeout = timeout_arg(timeout)?;
-    let call_settings = settings_arg(settings)?;
+    let cs = call_settings(store, settings)?;
     let vector_store = vector_store.filter(|v| !v.is_none());
     if let Some(v) = vector_store
         && !v.hasattr("search")?
@@ -776,22 +1019,19 @@ fn search_themes_sync(
             ),
         ));
     }
-    let embedder = call_embedder(py, embedder, call_settings.as_ref())?;
-    let (scope, limit, timeout) = match &call_settings {
-        Some(s) => (
-            effective_scope(&scope, &s.scope),
-            limit.min(s.max_hits),
-            timeout.or(s.timeout),
-        ),
-        None => (scope, limit, timeout),
-    };
-    let deadline = Deadline::after(timeout);
+    let embedder = call_embedder(py, embedder, cs.embedder_given.then_some(&*cs.settings))?;
+    let engine = &store.engine;
+    if let Query::Vector(v) = &query {
+        check_vector_len("query", engine, embedder.as_ref(), v)?;
+    }
+    let scope = effective_scope(&scope, &cs.settings.scope);
+    let limit = cs.max_hits.map_or(limit, |m| limit.min(m));
+    let deadline = Deadline::after(timeout.or(cs.settings.timeout));
     if let EngineScope::Documents(k) = &scope
         && k.is_empty()
     {
         return Ok(ThemeAnswer::empty(Status::EmptyScope, None).into());
     }
-    let engine = &store.engine;
     // The store's own embedder embeds text inside the engine; a given embedder (or a vector
     // store, which needs the vector) embeds here, with the engine's checks.
     let input = match query {
@@ -812,12 +1052,15 @@ fn search_themes_sync(
             }
         },
     };
+    let timed_out = |d: Deadline, stage: &str| {
+        let mut a = ThemeAnswer::failed(engine.run_id(), "", String::new());
+        a.failures = vec![d.failure(stage)];
+        ThemeResult::from(a)
+    };
     let expired = |stage: &str| {
-        deadline.filter(Deadline::expired).map(|d| {
-            let mut a = ThemeAnswer::failed(engine.run_id(), "", String::new());
-            a.failures = vec![d.failure(stage)];
-            ThemeResult::from(a)
-        })
+        deadline
+            .filter(Deadline::expired)
+            .map(|d| timed_out(d, stage))
     };
     if let Some(a) = expired("while the query was embedded") {
         return Ok(a);
@@ -825,14 +1068,15 @@ fn search_themes_sync(
     let hits = match (vector_store, &input) {
         (Some(vs), QueryInput::Vector { vector, .. }) => {
             let k = theme::window_size(limit);
-            let array = PyArray1::from_slice(py, vector);
-            let answer = vs
-                .call_method1("search", (array, k))
-                .map_err(|e| e.to_string())
-                .and_then(|a| store_hits(&a));
-            match answer {
-                Ok(h) => Some(h),
-                Err(message) => {
+            match ask_vector_store(py, vs, vector, k, deadline)? {
+                StoreAnswer::Hits(h) => Some(h),
+                StoreAnswer::DeadlinePassed => {
+                    if let Some(d) = deadline {
+                        return Ok(timed_out(d, "while the vector store was searched"));
+                    }
+                    None
+                }
+                StoreAnswer::Failed(message) => {
                     return Ok(ThemeAnswer::failed(
                         engine.run_id(),
                         "vector_store",
@@ -970,7 +1214,7 @@ impl From<ConceptAnswer> for ConceptResult {
 
 /// `find_by_meaning` with the GIL released: see `agrag.evidence.find_by_meaning`.
 #[pyfunction]
-#[pyo3(signature = (store, embedder = None, term = None, *, concept = None, scope = None, query = None, keyword = None, vector = None, vector_k = 100, combine = "bool", keyword_weight = 0.5, direction = "up", depth = None, node_field = "concept", relation = "subclass_of", sample = 10, settings = None, timeout = None))]
+#[pyo3(signature = (store, embedder = None, term = None, *, concept = None, scope = None, query = None, keyword = None, vector = None, vector_k = None, combine = "bool", keyword_weight = None, direction = "up", depth = None, node_field = "concept", relation = "subclass_of", sample = None, settings = None, timeout = None))]
 #[allow(clippy::too_many_arguments)]
 fn find_by_meaning_sync(
     py: Python<'_>,
@@ -982,14 +1226,14 @@ fn find_by_meaning_sync(
     query: Option<String>,
     keyword: Option<String>,
     vector: Option<&Bound<'_, PyAny>>,
-    vector_k: i64,
+    vector_k: Option<&Bound<'_, PyAny>>,
     combine: &str,
-    keyword_weight: f32,
+    keyword_weight: Option<&Bound<'_, PyAny>>,
     direction: &str,
-    depth: Option<i64>,
+    depth: Option<&Bound<'_, PyAny>>,
     node_field: &str,
     relation: &str,
-    sample: i64,
+    sample: Option<&Bound<'_, PyAny>>,
     settings: Option<&Bound<'_, PyAny>>,
     timeout: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<ConceptResult> {
@@ -1001,8 +1245,13 @@ fn find_by_meaning_sync(
         }
     };
     let mut req = ConceptRequest::new(selector);
-    req.sample = positive("sample", sample)?;
-    req.depth = depth.map(|d| positive("depth", d)).transpose()?;
+    req.sample = positive("sample", sample, 10)?;
+    req.depth = depth
+        .filter(|d| !d.is_none())
+        .map(|d| positive("depth", Some(d), 1))
+        .transpose()?;
+    let vector_k = positive("vector_k", vector_k, 100)?;
+    let keyword_weight = number_in("keyword_weight", keyword_weight, 0.5, 0.0..=1.0)?;
     req.direction = match direction {
         "up" | "forward" => Direction::Forward,
         "down" | "reverse" => Direction::Reverse,
@@ -1028,24 +1277,25 @@ fn find_by_meaning_sync(
     req.relation = relation.to_owned();
     req.query = query;
     req.keyword = keyword;
-    let call_settings = settings_arg(settings)?;
-    let embedder = call_embedder(py, embedder, call_settings.as_ref())?;
+    let cs = call_settings(store, settings)?;
+    let embedder = call_embedder(py, embedder, cs.embedder_given.then_some(&*cs.settings))?;
     let scope = scope_arg(scope)?;
     let timeout = timeout_arg(timeout)?;
-    (req.scope, req.timeout) = match &call_settings {
-        Some(s) => (effective_scope(&scope, &s.scope), timeout.or(s.timeout)),
-        None => (scope, timeout),
-    };
+    req.scope = effective_scope(&scope, &cs.settings.scope);
+    req.timeout = timeout.or(cs.settings.timeout);
     // The deadline runs from here, so that embedding the vector clause below counts.
     let deadline = Deadline::after(req.timeout);
     let engine = &store.engine;
     if let Some(v) = vector.filter(|v| !v.is_none()) {
-        let k = positive("vector_k", vector_k)?;
+        let k = vector_k;
         let input = match query_arg("vector", v)? {
-            Query::Vector(vector) => QueryInput::Vector {
-                model: vector_model(engine, embedder.as_ref()),
-                vector,
-            },
+            Query::Vector(vector) => {
+                check_vector_len("vector", engine, embedder.as_ref(), &vector)?;
+                QueryInput::Vector {
+                    model: vector_model(engine, embedder.as_ref()),
+                    vector,
+                }
+            }
             Query::Text(text) if embedder.is_none() => QueryInput::Text(text),
             Query::Text(text) => match py.detach(|| embed_for_run(engine, embedder, &text)) {
                 Ok((model, vector)) => QueryInput::Vector { model, vector },
@@ -1165,9 +1415,18 @@ impl AgentTools {
     fn call<'py>(
         &self,
         py: Python<'py>,
-        name: &str,
+        name: &Bound<'py, PyAny>,
         arguments: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyDict>> {
+        // A name that is not a str is answered as an unknown tool under its `str()`.
+        let name = match name.cast::<PyString>() {
+            Ok(s) => s.to_cow()?.into_owned(),
+            Err(_) => name
+                .str()
+                .and_then(|s| s.to_cow().map(Cow::into_owned))
+                .unwrap_or_else(|_| type_name(name)),
+        };
+        let name = name.as_str();
         let text = if let Ok(s) = arguments.cast::<PyString>() {
             s.to_cow()?.into_owned()
         } else {
@@ -1211,8 +1470,7 @@ fn agent_tools(
     settings: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<AgentTools> {
     let scope = scope_arg(scope)?;
-    let mut s = settings_arg(settings)?.unwrap_or_else(|| store.settings.clone());
-    s.root = store.settings.root.clone();
+    let mut s = call_settings(store, settings)?.settings.into_owned();
     s.scope = effective_scope(&scope, &s.scope);
     let tools = ToolBox::new(store.engine.clone(), s);
     Ok(AgentTools {
@@ -1224,16 +1482,16 @@ fn agent_tools(
 /// measured in Rust around `Engine::search_themes` (the store's own embedder, every document),
 /// so that Python's per-call overhead is the difference to the same calls made from Python.
 #[pyfunction]
-#[pyo3(signature = (store, queries, limit = 5, support_limit = 3))]
+#[pyo3(signature = (store, queries, limit = None, support_limit = None))]
 fn _time_search_themes(
     py: Python<'_>,
     store: &Store,
     queries: Vec<String>,
-    limit: i64,
-    support_limit: i64,
+    limit: Option<&Bound<'_, PyAny>>,
+    support_limit: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Vec<f64>> {
-    let limit = positive("limit", limit)?;
-    let support_limit = positive("support_limit", support_limit)?;
+    let limit = positive("limit", limit, 5)?;
+    let support_limit = positive("support_limit", support_limit, 3)?;
     py.detach(|| {
         queries
             .into_iter()

@@ -110,6 +110,12 @@ def test_non_positive_limits_raise_value_error_naming_the_argument(store, field,
     ({"settings": {"MCP_MAX_HITS": "0"}}, "MCP_MAX_HITS"),
     ({"embedder": "hash"}, "embedder"),
     ({"vector_store": object()}, "vector_store"),
+    ({"limit": "3"}, "^limit: must be an int, got str"),
+    ({"limit": 3.0}, "^limit: must be an int, got float"),
+    ({"limit": True}, "^limit: must be an int, got a bool"),
+    ({"limit": 10**30}, "^limit: 10+ is out of range"),
+    ({"support_limit": -(10**30)}, "^support_limit: -10+ is out of range"),
+    ({"settings": {"AGRAG_ROOT": "/elsewhere"}}, "^settings: unknown setting \"AGRAG_ROOT\""),
 ])
 def test_bad_arguments_raise_value_error_naming_them(store, kwargs, field):
     args = {"query": QUESTION, **kwargs}
@@ -129,7 +135,8 @@ def test_every_status_is_reached(store, tmp_path):
     assert empty.status is agrag.Status.EMPTY_SCOPE and empty.index_state is None
     not_ready = search_themes_sync(agrag.open_store(tmp_path / "nothing"), None, QUESTION)
     assert not_ready.status is agrag.Status.INDEX_NOT_READY
-    assert not_ready.index_state == "not_ready" and not_ready.run_id is None
+    assert not_ready.index_state is agrag.IndexState.NOT_READY and not_ready.run_id is None
+    assert ok.index_state is agrag.IndexState.READY and ok.index_state == "ready"
     # An embedder of another space: failed, naming both, never an exception.
     failed = search_themes_sync(store, agrag.Embedder.hash(dim=7), QUESTION)
     assert failed.status is agrag.Status.FAILED
@@ -156,8 +163,13 @@ def test_a_vector_query_answers_as_its_text(store):
     by_vector = search_themes_sync(store, embedder, vector)
     assert [t.theme_id for t in by_vector.themes] == [t.theme_id for t in by_text.themes]
     assert by_vector.status is agrag.Status.OK
-    wrong = search_themes_sync(store, None, np.ones(5, dtype=np.float32))
-    assert wrong.status is agrag.Status.FAILED and wrong.failures[0].leg == "embed"
+    # A vector of another length is a bad argument, named, whoever's space it was meant for.
+    with pytest.raises(ValueError, match="^query: has 5 components; the served run's vectors have 384"):
+        search_themes_sync(store, None, np.ones(5, dtype=np.float32))
+    with pytest.raises(ValueError, match="^query: has 384 components; the embedder's vectors have 7"):
+        search_themes_sync(store, agrag.Embedder.precomputed("m", 7), vector)
+    with pytest.raises(ValueError, match="^vector: has 5"):
+        find_by_meaning_sync(store, None, "Stroke", vector=np.ones(5, dtype=np.float32))
 
 
 def test_a_hidden_passage_is_gone_from_the_next_answer_while_another_thread_queries(root_copy):
@@ -375,3 +387,129 @@ def test_the_minilm_embedder_loads_when_the_model_is_there():
     assert e.dim == 384 and v.shape == (384,) and abs(float(np.dot(v, v)) - 1.0) < 1e-4
     with pytest.raises(RuntimeError):
         agrag.Embedder.minilm("/nonexistent/model")
+
+
+@pytest.mark.parametrize("call,field", [
+    (lambda: agrag.Embedder.hash(10**9), "^dim: must be at most 65536, got 1000000000"),
+    (lambda: agrag.Embedder.hash(10**30), "^dim: 10+ is out of range"),
+    (lambda: agrag.Embedder.hash(0), "^dim: must be an integer ≥ 1"),
+    (lambda: agrag.Embedder.hash("384"), "^dim: must be an int, got str"),
+    (lambda: agrag.Embedder.precomputed("m", 70000), "^dim: must be at most 65536"),
+    (lambda: agrag.Scope("pmid:1"), "^document_keys: must be a list of document keys, not one str"),
+    (lambda: agrag.Scope(["pmid:1", 2]), "^document_keys: item 1 is int, not a str"),
+    (lambda: agrag.Scope(5), "^document_keys: must be a list of document keys, got int"),
+    (lambda: agrag.open_store(settings={"MCP_MAX_HIT": "3"}), "^settings: unknown setting \"MCP_MAX_HIT\""),
+    (lambda: agrag.open_store(settings=["MCP_MAX_HITS"]), "^settings: must be a dict, got list"),
+])
+def test_bad_constructor_arguments_raise_value_error_naming_them(call, field):
+    with pytest.raises(ValueError, match=field):
+        call()
+
+
+def test_find_by_meaning_checks_every_argument_whether_it_is_used_or_not(store):
+    for kwargs, field in [
+        ({"vector_k": 0}, "^vector_k: must be an integer ≥ 1, got 0"),
+        ({"keyword_weight": float("nan")}, "^keyword_weight: must be a number in \\[0, 1\\]"),
+        ({"keyword_weight": 1.5}, "^keyword_weight"),
+        ({"keyword_weight": "0.5"}, "^keyword_weight: must be a number, got str"),
+        ({"depth": 0}, "^depth"),
+        ({"sample": "10"}, "^sample: must be an int, got str"),
+    ]:
+        with pytest.raises(ValueError, match=field):
+            find_by_meaning_sync(store, None, "Stroke", **kwargs)
+
+
+def test_scopes_are_values(store):
+    assert {agrag.Scope(["a", "b"]), agrag.Scope(["a", "b"]), agrag.Scope.all()} == {
+        agrag.Scope(["a", "b"]),
+        agrag.Scope.all(),
+    }
+    assert agrag.Scope(k for k in ("a", "b")) == agrag.Scope(("a", "b"))
+
+
+def test_open_stores_settings_apply_to_every_call(shipped_root, tmp_path):
+    capped = agrag.open_store(shipped_root, settings={"MCP_MAX_HITS": 1})
+    assert len(search_themes_sync(capped, None, QUESTION, limit=5).themes) == 1
+    # A call's own settings override the store's key by key: its MCP_SCOPE leaves the cap.
+    key = search_themes_sync(capped, None, QUESTION).themes[0].passages[0].document_key
+    keys = tmp_path / "keys.txt"
+    keys.write_text(key + "\n")
+    narrowed = search_themes_sync(capped, None, QUESTION, limit=5, settings={"MCP_SCOPE": str(keys)})
+    assert len(narrowed.themes) == 1
+    assert {p.document_key for p in narrowed.themes[0].passages} == {key}
+    assert len(search_themes_sync(capped, None, QUESTION, settings={"MCP_MAX_HITS": "3"}).themes) == 3
+    timed = agrag.open_store(shipped_root, settings={"MCP_TIMEOUT": "1e-9"})
+    answer = search_themes_sync(timed, None, QUESTION)
+    assert [f.leg for f in answer.failures] == ["timeout"]
+    assert find_by_meaning_sync(timed, None, "Stroke").status is agrag.ConceptStatus.FAILED
+    # Without MCP_MAX_HITS anywhere, a caller's limit is not capped at the MCP server's 10.
+    if "MCP_MAX_HITS" not in os.environ:
+        plain = agrag.open_store(shipped_root)
+        assert len(search_themes_sync(plain, None, QUESTION, limit=12).themes) == 12
+
+
+def test_setting_visibility_under_a_missing_root_creates_nothing(tmp_path):
+    missing = tmp_path / "no" / "such" / "root"
+    store = agrag.open_store(missing)
+    with pytest.raises(RuntimeError, match="snapshot root does not exist"):
+        store.set_visibility("pmid:1#0", "hidden")
+    assert not (tmp_path / "no").exists()
+    assert store.visibility("pmid:1#0") == "visible"
+
+
+@pytest.mark.parametrize("latest", ["garbage\n", "../../etc\n", ""])
+def test_a_latest_that_names_no_run_raises_index_corrupt_error(root_copy, latest):
+    (root_copy / "LATEST").write_text(latest)
+    with pytest.raises(agrag.IndexCorruptError, match="LATEST"):
+        agrag.open_store(root_copy)
+
+
+def test_a_latest_naming_a_missing_run_raises_index_corrupt_error(root_copy):
+    (root_copy / "LATEST").write_text("20260101T000000Z-0000000000000000\n")
+    with pytest.raises(agrag.IndexCorruptError):
+        agrag.open_store(root_copy)
+
+
+def test_a_keyboard_interrupt_in_a_vector_store_reaches_the_caller(store):
+    class Interrupted:
+        def search(self, vector, k):
+            raise KeyboardInterrupt
+
+    for timeout in (None, 60):
+        with pytest.raises(KeyboardInterrupt):
+            search_themes_sync(store, None, QUESTION, vector_store=Interrupted(), timeout=timeout)
+
+
+def test_the_deadline_bounds_a_slow_vector_store(store):
+    release = threading.Event()
+
+    class Slow:
+        def __init__(self):
+            self.finished = False
+
+        def search(self, vector, k):
+            release.wait(60)  # until the test has its answer
+            self.finished = True
+            return []
+
+    slow = Slow()
+    try:
+        answer = search_themes_sync(store, None, QUESTION, vector_store=slow, timeout=0.2)
+        # The answer came while the store was still searching: the deadline, not the store,
+        # ended the call.
+        assert not slow.finished
+        assert answer.status is agrag.Status.FAILED and answer.themes == []
+        assert [f.leg for f in answer.failures] == ["timeout"]
+        assert "vector store" in answer.failures[0].message
+    finally:
+        release.set()
+    # A store within the deadline answers as without one.
+    quick = search_themes_sync(store, None, QUESTION, vector_store=ListStore([]), timeout=60)
+    assert quick.status is agrag.Status.NO_MATCH
+
+
+@pytest.mark.parametrize("name", [None, 3, b"search_themes", ["search_themes"]])
+def test_agent_tools_answer_a_name_that_is_not_a_str(store, name):
+    out = agrag.agent.tools(store).call(name, {})
+    assert out["is_error"] and out["rejected"]
+    assert out["structured"]["error"] == "unknown_tool"

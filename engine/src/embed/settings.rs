@@ -5,7 +5,7 @@
 //! | `EMBEDDING_PROVIDER` | `minilm`, `hash`, `precomputed` | unset: MiniLM when its folder is there, else `hash` with a notice |
 //! | `EMBEDDING_MODEL` | `all-MiniLM-L6-v2` (or `sentence-transformers/all-MiniLM-L6-v2`), `agrag-hash-v2`, or the caller's model name for `precomputed` | the provider's model |
 //! | `EMBEDDING_MODEL_PATH` | the MiniLM model folder | `$XDG_CACHE_HOME/agrag/models/all-MiniLM-L6-v2`, else `$HOME/.cache/agrag/models/all-MiniLM-L6-v2` |
-//! | `EMBEDDING_DIM` | vector length, ≥ 1 | 384 (MiniLM allows only 384) |
+//! | `EMBEDDING_DIM` | vector length, 1 to [`MAX_DIM`] | 384 (MiniLM allows only 384) |
 //! | `EMBEDDING_LONG_TEXTS` | `windows`, `truncate` (MiniLM: texts over 256 word pieces, see [`LongTexts`]) | `windows` |
 //!
 //! An explicit choice is honoured or refused, never replaced: `EMBEDDING_PROVIDER=minilm` with
@@ -20,6 +20,11 @@ use super::{
     Embedder, EmbedderIdentity, HashEmbedder, LongTexts, MINILM_DIM, MINILM_FILES, MINILM_MODEL,
 };
 use crate::error::{EngineError, Result};
+
+/// The longest vector `EMBEDDING_DIM` may ask for: 65,536 components. The widest text
+/// embedding models in use have a few thousand (OpenAI `text-embedding-3-large`: 3,072); a
+/// larger value is a typo, and honouring it would allocate gigabytes per query.
+pub const MAX_DIM: usize = 65_536;
 
 /// Folder name of the model under the cache folder.
 const MODEL_FOLDER: &str = "all-MiniLM-L6-v2";
@@ -111,7 +116,7 @@ impl EmbedderSettings {
     ///
     /// # Errors
     /// [`EngineError::InvalidArgument`] naming the variable when `EMBEDDING_PROVIDER` is not a
-    /// known provider, `EMBEDDING_DIM` not an integer ≥ 1 or `EMBEDDING_LONG_TEXTS` neither
+    /// known provider, `EMBEDDING_DIM` not an integer from 1 to [`MAX_DIM`] or `EMBEDDING_LONG_TEXTS` neither
     /// `windows` nor `truncate`.
     pub fn from_env() -> Result<Self> {
         Self::from_lookup(|k| std::env::var(k).ok())
@@ -134,11 +139,11 @@ impl EmbedderSettings {
             .map(|d| {
                 d.parse::<usize>()
                     .ok()
-                    .filter(|&n| n >= 1)
+                    .filter(|n| (1..=MAX_DIM).contains(n))
                     .ok_or(EngineError::InvalidArgument {
                         field: "EMBEDDING_DIM",
                         value: d,
-                        expected: "an integer ≥ 1",
+                        expected: "an integer from 1 to 65536",
                     })
             })
             .transpose()?;
@@ -415,6 +420,8 @@ mod tests {
         );
         assert_eq!(field(&[("EMBEDDING_DIM", "0")]), "EMBEDDING_DIM");
         assert_eq!(field(&[("EMBEDDING_DIM", "x")]), "EMBEDDING_DIM");
+        assert_eq!(field(&[("EMBEDDING_DIM", "65537")]), "EMBEDDING_DIM");
+        assert!(settings(&[("EMBEDDING_PROVIDER", "hash"), ("EMBEDDING_DIM", "65536")]).is_ok());
         assert_eq!(
             field(&[("EMBEDDING_PROVIDER", "minilm"), ("EMBEDDING_DIM", "512")]),
             "EMBEDDING_DIM"
