@@ -265,6 +265,19 @@ impl Engine {
             .view(self.snapshot.load_full(), &self.layout.visibility_path())
     }
 
+    /// The id of the served run when it holds no passage (by passage id) or document (by
+    /// document key) `key`; `None` when it holds it or no run is served. Flags are keyed by
+    /// stable ids and may name what a later run will hold, so callers use this to refuse a
+    /// mistyped id rather than store it silently.
+    pub fn served_run_lacking(&self, target: Target, key: &str) -> Option<String> {
+        let snap = self.snapshot.load_full()?;
+        let known = match target {
+            Target::Passage => snap.passage_index(key).is_some(),
+            Target::Document => snap.document_index(key).is_some(),
+        };
+        (!known).then(|| snap.run_id().to_owned())
+    }
+
     /// Sets the visibility of a passage or a whole document. Seen by the next query of every
     /// engine on this root, in this process or another.
     ///

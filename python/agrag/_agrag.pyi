@@ -53,7 +53,13 @@ class Store:
     def reload(self) -> bool: ...
     def embedder(self) -> Optional[Embedder]: ...
     def set_visibility(
-        self, key: str, state: str, target: str = "passage", reason: Optional[str] = None
+        self,
+        key: str,
+        state: str,
+        target: str = "passage",
+        reason: Optional[str] = None,
+        *,
+        allow_unknown: bool = False,
     ) -> None: ...
     def visibility(self, key: str, target: str = "passage") -> str: ...
 

@@ -21,7 +21,7 @@ def tools(
     ``settings`` (``MCP_MAX_HITS``, ``MCP_SCOPE``, ``MCP_TIMEOUT``, ``EMBEDDING_*``) overrides the
     store's; no call can widen the scope.
     """
-    return agent_tools(store, scope, dict(settings) if settings is not None else None)
+    return agent_tools(store, scope, settings)
 
 
 __all__ = ["AgentTools", "tools"]

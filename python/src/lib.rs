@@ -13,7 +13,6 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use agrag_engine::embed::query::QueryEmbedder;
-use agrag_engine::embed::settings::MAX_DIM;
 use agrag_engine::embed::{Embedder as EngineEmbedder, EmbedderSettings};
 use agrag_engine::query::concept::{
     Combine, ConceptAnswer, ConceptRequest, ConceptSelector, Direction, Fusion, VectorClause,
@@ -21,15 +20,16 @@ use agrag_engine::query::concept::{
 use agrag_engine::query::evidence::Evidence as EngineEvidence;
 use agrag_engine::query::theme::{self, IndexState, Status, ThemeAnswer};
 use agrag_engine::query::{Deadline, QueryInput, Scope as EngineScope};
+use agrag_engine::tools::args::MAX_QUERY_CHARS;
 use agrag_engine::tools::settings::EMBEDDING_KEYS;
 use agrag_engine::tools::{AgentRun, Settings, TOOLS, ToolBox, ToolOutput};
 use agrag_engine::visibility::{Target, Visibility};
 use agrag_engine::{Engine, EngineConfig, EngineError, ThemeRequest};
 use numpy::{PyArray1, PyReadonlyArray1};
-use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::exceptions::{PyException, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString};
+use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyMapping, PyString};
 
 pyo3::create_exception!(
     agrag,
@@ -51,6 +51,103 @@ fn value_error(field: &str, message: impl std::fmt::Display) -> PyErr {
     PyValueError::new_err(format!("{field}: {message}"))
 }
 
+/// Whether `e` is only a `BaseException` (`KeyboardInterrupt`, `SystemExit`): such an error
+/// raised while an argument is read passes through, never becomes a `ValueError`.
+fn is_interrupt(py: Python<'_>, e: &PyErr) -> bool {
+    !e.is_instance_of::<PyException>(py)
+}
+
+/// `e` as the `ValueError` `make` builds, unless it is an interrupt (then unchanged).
+fn or_value_error(py: Python<'_>, e: PyErr, make: impl FnOnce() -> PyErr) -> PyErr {
+    if is_interrupt(py, &e) { e } else { make() }
+}
+
+/// A `str` argument; `ValueError` naming `field` for another type or for a str Rust cannot
+/// hold (a lone surrogate such as `"\ud800"` is not Unicode text).
+fn str_arg(field: &str, v: &Bound<'_, PyAny>) -> PyResult<String> {
+    let s = v
+        .cast::<PyString>()
+        .map_err(|_| value_error(field, format!("must be a str, got {}", type_name(v))))?;
+    s.to_cow().map(Cow::into_owned).map_err(|e| {
+        or_value_error(v.py(), e, || {
+            value_error(field, "is not valid Unicode (it holds a lone surrogate)")
+        })
+    })
+}
+
+/// An optional `str` argument: None (or Python `None`) is `None`.
+fn opt_str_arg(field: &str, v: Option<&Bound<'_, PyAny>>) -> PyResult<Option<String>> {
+    v.filter(|v| !v.is_none())
+        .map(|v| str_arg(field, v))
+        .transpose()
+}
+
+/// A file-system path argument: a non-empty str or `os.PathLike`; `ValueError` naming
+/// `field` otherwise (bytes paths included).
+fn path_arg(field: &str, v: Option<&Bound<'_, PyAny>>) -> PyResult<Option<PathBuf>> {
+    let Some(v) = v.filter(|v| !v.is_none()) else {
+        return Ok(None);
+    };
+    if v.is_instance_of::<pyo3::types::PyBytes>() {
+        return Err(value_error(
+            field,
+            "must be a str or os.PathLike, got bytes",
+        ));
+    }
+    let path: PathBuf = v.extract().map_err(|e| {
+        or_value_error(v.py(), e, || {
+            value_error(
+                field,
+                format!("must be a str or os.PathLike, got {}", type_name(v)),
+            )
+        })
+    })?;
+    if path.as_os_str().is_empty() {
+        return Err(value_error(field, "must not be empty"));
+    }
+    Ok(Some(path))
+}
+
+/// A list (any iterable but a str) of str; `ValueError` naming `field` and the item at fault.
+fn str_list_arg(field: &str, v: &Bound<'_, PyAny>) -> PyResult<Vec<String>> {
+    if v.is_instance_of::<PyString>() {
+        return Err(value_error(field, "must be a list of str, not one str"));
+    }
+    let items = v.try_iter().map_err(|e| {
+        or_value_error(v.py(), e, || {
+            value_error(
+                field,
+                format!("must be a list of str, got {}", type_name(v)),
+            )
+        })
+    })?;
+    let mut out = Vec::new();
+    for (i, item) in items.enumerate() {
+        let item = item?;
+        if !item.is_instance_of::<PyString>() {
+            return Err(value_error(
+                field,
+                format!("item {i} is {}, not a str", type_name(&item)),
+            ));
+        }
+        out.push(str_arg(&format!("{field}[{i}]"), &item)?);
+    }
+    Ok(out)
+}
+
+/// The `Store` argument `store`; `ValueError` for anything else.
+fn store_arg<'py>(store: &Bound<'py, PyAny>) -> PyResult<Bound<'py, Store>> {
+    store.cast::<Store>().cloned().map_err(|_| {
+        value_error(
+            "store",
+            format!(
+                "must be an agrag.Store (agrag.open_store()), got {}",
+                type_name(store)
+            ),
+        )
+    })
+}
+
 /// The Python exception for an engine error: `ValueError` for a bad argument (the message
 /// names it), `IndexCorruptError` for a damaged run, `RuntimeError` otherwise; the message
 /// carries the whole chain of causes.
@@ -70,8 +167,10 @@ fn int_arg(field: &str, v: &Bound<'_, PyAny>) -> PyResult<i64> {
     if v.is_instance_of::<PyBool>() {
         return Err(value_error(field, "must be an int, got a bool"));
     }
-    v.extract::<i64>().map_err(|_| {
-        if v.is_instance_of::<PyInt>() {
+    v.extract::<i64>().map_err(|e| {
+        if is_interrupt(v.py(), &e) {
+            e
+        } else if v.is_instance_of::<PyInt>() {
             value_error(field, format!("{v} is out of range"))
         } else {
             value_error(field, format!("must be an int, got {}", type_name(v)))
@@ -171,10 +270,19 @@ enum Query {
 }
 
 fn query_arg(field: &str, q: &Bound<'_, PyAny>) -> PyResult<Query> {
-    if let Ok(s) = q.cast::<PyString>() {
-        let text = s.to_cow()?.into_owned();
+    if q.is_instance_of::<PyString>() {
+        let text = str_arg(field, q)?;
         if text.trim().is_empty() {
             return Err(value_error(field, "must not be empty"));
+        }
+        // The CLI's and the MCP server's bound: a query is a question, and embedding a
+        // megabyte of text would outlast any timeout.
+        let n = text.chars().count();
+        if n > MAX_QUERY_CHARS {
+            return Err(value_error(
+                field,
+                format!("must be at most {MAX_QUERY_CHARS} characters, got {n}"),
+            ));
         }
         return Ok(Query::Text(text));
     }
@@ -210,13 +318,21 @@ fn settings_values(
     let Some(s) = settings.filter(|s| !s.is_none()) else {
         return Ok(values);
     };
-    let dict = s
-        .cast::<PyDict>()
-        .map_err(|_| value_error("settings", format!("must be a dict, got {}", type_name(s))))?;
-    for (k, v) in dict.iter() {
-        let key: String = k
-            .extract()
-            .map_err(|_| value_error("settings", "keys must be str"))?;
+    let mapping = s.cast::<PyMapping>().map_err(|_| {
+        value_error(
+            "settings",
+            format!("must be a dict or another mapping, got {}", type_name(s)),
+        )
+    })?;
+    for item in mapping.items()?.iter() {
+        let (k, v): (Bound<'_, PyAny>, Bound<'_, PyAny>) = item.extract()?;
+        if !k.is_instance_of::<PyString>() {
+            return Err(value_error(
+                "settings",
+                format!("keys must be str, got {}", type_name(&k)),
+            ));
+        }
+        let key = str_arg("settings", &k)?;
         let known = SETTING_KEYS.contains(&key.as_str())
             || EMBEDDING_KEYS.contains(&key.as_str())
             || (with_root && key == ROOT_KEY);
@@ -232,10 +348,11 @@ fn settings_values(
                 format!("unknown setting {key:?} (known: {})", names.join(", ")),
             ));
         }
+        let field = format!("settings[{key:?}]");
         let value = if v.is_instance_of::<PyString>() {
-            v.extract::<String>()?
+            str_arg(&field, &v)?
         } else {
-            v.str()?.to_cow()?.into_owned()
+            str_arg(&field, v.str()?.as_any())?
         };
         values.insert(key, value);
     }
@@ -347,26 +464,52 @@ impl Store {
     /// Sets the live visibility of a passage (`target="passage"`, by passage id = evidence
     /// id) or a whole document (`target="document"`, by document key). `state` is `visible`,
     /// `hidden`, `deleted` or `superseded`. Seen by the next query of every store on this root.
-    #[pyo3(signature = (key, state, target = "passage", reason = None))]
+    /// A key the served run does not hold raises `ValueError` (a typo must not pass as
+    /// success) unless `allow_unknown=True`, which stores the flag for a later run.
+    #[pyo3(signature = (key, state, target = None, reason = None, *, allow_unknown = false))]
     fn set_visibility(
         &self,
         py: Python<'_>,
-        key: &str,
-        state: &str,
-        target: &str,
-        reason: Option<&str>,
+        key: &Bound<'_, PyAny>,
+        state: &Bound<'_, PyAny>,
+        target: Option<&Bound<'_, PyAny>>,
+        reason: Option<&Bound<'_, PyAny>>,
+        allow_unknown: bool,
     ) -> PyResult<()> {
+        let key = str_arg("key", key)?;
+        let state: Visibility = str_arg("state", state)?
+            .parse()
+            .map_err(|e: EngineError| py_error(&e))?;
         let target = target_arg(target)?;
-        let state: Visibility = state.parse().map_err(|e: EngineError| py_error(&e))?;
-        py.detach(|| self.engine.set_visibility(target, key, state, reason))
-            .map_err(|e| py_error(&e))
+        let reason = opt_str_arg("reason", reason)?;
+        if !allow_unknown && let Some(run_id) = self.engine.served_run_lacking(target, &key) {
+            return Err(value_error(
+                "key",
+                format!(
+                    "the served run {run_id} has no {} {key:?}; check the id, or pass \
+                     allow_unknown=True to store the flag for a later run",
+                    target.as_str()
+                ),
+            ));
+        }
+        py.detach(|| {
+            self.engine
+                .set_visibility(target, &key, state, reason.as_deref())
+        })
+        .map_err(|e| py_error(&e))
     }
 
     /// The stored visibility of a passage or document (`visible` when never flagged).
-    #[pyo3(signature = (key, target = "passage"))]
-    fn visibility(&self, py: Python<'_>, key: &str, target: &str) -> PyResult<String> {
+    #[pyo3(signature = (key, target = None))]
+    fn visibility(
+        &self,
+        py: Python<'_>,
+        key: &Bound<'_, PyAny>,
+        target: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<String> {
+        let key = str_arg("key", key)?;
         let target = target_arg(target)?;
-        py.detach(|| self.engine.visibility(target, key))
+        py.detach(|| self.engine.visibility(target, &key))
             .map(|v| v.as_str().to_owned())
             .map_err(|e| py_error(&e))
     }
@@ -381,8 +524,12 @@ impl Store {
     }
 }
 
-fn target_arg(target: &str) -> PyResult<Target> {
-    match target {
+/// `target`: `"passage"` (the default) or `"document"`.
+fn target_arg(target: Option<&Bound<'_, PyAny>>) -> PyResult<Target> {
+    match opt_str_arg("target", target)?
+        .as_deref()
+        .unwrap_or("passage")
+    {
         "passage" => Ok(Target::Passage),
         "document" => Ok(Target::Document),
         other => Err(value_error(
@@ -401,9 +548,10 @@ fn target_arg(target: &str) -> PyResult<Target> {
 #[pyo3(signature = (root = None, settings = None))]
 fn open_store(
     py: Python<'_>,
-    root: Option<PathBuf>,
+    root: Option<&Bound<'_, PyAny>>,
     settings: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Store> {
+    let root = path_arg("root", root)?;
     let values = settings_values(settings, true)?;
     let mut s = Settings::load(None, |k| {
         values.get(k).cloned().or_else(|| std::env::var(k).ok())
@@ -456,26 +604,45 @@ struct Embedder {
     inner: Arc<dyn EngineEmbedder>,
 }
 
-/// A vector length argument `dim`: 1 to [`MAX_DIM`].
-fn dim_arg(dim: Option<&Bound<'_, PyAny>>, default: usize) -> PyResult<usize> {
-    let dim = positive("dim", dim, default)?;
-    if dim > MAX_DIM {
-        return Err(value_error(
-            "dim",
-            format!("must be at most {MAX_DIM}, got {dim}"),
-        ));
-    }
-    Ok(dim)
-}
+/// The settings an `Embedder` constructor does not set itself but reads from the environment,
+/// as `open_store` does: where the MiniLM folder is and how it embeds long texts.
+const EMBEDDER_ENV_KEYS: [&str; 4] = [
+    "EMBEDDING_MODEL_PATH",
+    "EMBEDDING_LONG_TEXTS",
+    "XDG_CACHE_HOME",
+    "HOME",
+];
 
-fn build_embedder(py: Python<'_>, values: &[(&str, String)]) -> PyResult<Embedder> {
-    let settings = EmbedderSettings::from_lookup(|k| {
-        values.iter().find(|(n, _)| *n == k).map(|(_, v)| v.clone())
-    })
-    .map_err(|e| py_error(&e))?;
+/// Builds the embedder `values` (setting, value, the Python argument it came from) name,
+/// the other settings of [`EMBEDDER_ENV_KEYS`] from the environment. An invalid value is a
+/// `ValueError` naming the caller's argument (`dim`, `model`, `path`), not the setting.
+fn build_embedder(py: Python<'_>, values: &[(&str, String, &str)]) -> PyResult<Embedder> {
+    let lookup = |k: &str| match values.iter().find(|(n, _, _)| *n == k) {
+        Some((_, v, _)) => Some(v.clone()),
+        None if EMBEDDER_ENV_KEYS.contains(&k) => std::env::var(k).ok(),
+        None => None,
+    };
+    let as_argument = |e: EngineError| match e {
+        EngineError::InvalidArgument {
+            field,
+            value,
+            expected,
+        } => match values.iter().find(|(n, _, _)| *n == field) {
+            Some((_, _, arg)) => {
+                value_error(arg, format!("invalid {value:?}: expected {expected}"))
+            }
+            None => py_error(&EngineError::InvalidArgument {
+                field,
+                value,
+                expected,
+            }),
+        },
+        e => py_error(&e),
+    };
+    let settings = EmbedderSettings::from_lookup(lookup).map_err(as_argument)?;
     py.detach(|| settings.build())
         .map(|c| Embedder { inner: c.embedder })
-        .map_err(|e| py_error(&e))
+        .map_err(as_argument)
 }
 
 #[pymethods]
@@ -484,10 +651,10 @@ impl Embedder {
     /// `scripts/fetch-model.sh` fills). Raises RuntimeError when the model is not there.
     #[staticmethod]
     #[pyo3(signature = (path = None))]
-    fn minilm(py: Python<'_>, path: Option<PathBuf>) -> PyResult<Self> {
-        let mut values = vec![("EMBEDDING_PROVIDER", "minilm".to_owned())];
-        if let Some(p) = path {
-            values.push(("EMBEDDING_MODEL_PATH", p.display().to_string()));
+    fn minilm(py: Python<'_>, path: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
+        let mut values = vec![("EMBEDDING_PROVIDER", "minilm".to_owned(), "provider")];
+        if let Some(p) = path_arg("path", path)? {
+            values.push(("EMBEDDING_MODEL_PATH", p.display().to_string(), "path"));
         }
         build_embedder(py, &values)
     }
@@ -497,12 +664,12 @@ impl Embedder {
     #[staticmethod]
     #[pyo3(signature = (dim = None))]
     fn hash(py: Python<'_>, dim: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
-        let dim = dim_arg(dim, 384)?;
+        let dim = positive("dim", dim, 384)?;
         build_embedder(
             py,
             &[
-                ("EMBEDDING_PROVIDER", "hash".to_owned()),
-                ("EMBEDDING_DIM", dim.to_string()),
+                ("EMBEDDING_PROVIDER", "hash".to_owned(), "provider"),
+                ("EMBEDDING_DIM", dim.to_string(), "dim"),
             ],
         )
     }
@@ -510,17 +677,28 @@ impl Embedder {
     /// Vectors of `model` with `dim` components (1 to 65,536), computed by the caller:
     /// queries must then be NumPy vectors (a text query answers `failed`).
     #[staticmethod]
-    fn precomputed(py: Python<'_>, model: &str, dim: &Bound<'_, PyAny>) -> PyResult<Self> {
-        let dim = dim_arg(Some(dim), 0)?;
+    fn precomputed(
+        py: Python<'_>,
+        model: &Bound<'_, PyAny>,
+        dim: &Bound<'_, PyAny>,
+    ) -> PyResult<Self> {
+        let model = str_arg("model", model)?;
         if model.trim().is_empty() {
             return Err(value_error("model", "must not be empty"));
         }
+        if dim.is_none() {
+            return Err(value_error(
+                "dim",
+                "must be given: the length of the vectors you send",
+            ));
+        }
+        let dim = int_arg("dim", dim)?;
         build_embedder(
             py,
             &[
-                ("EMBEDDING_PROVIDER", "precomputed".to_owned()),
-                ("EMBEDDING_MODEL", model.to_owned()),
-                ("EMBEDDING_DIM", dim.to_string()),
+                ("EMBEDDING_PROVIDER", "precomputed".to_owned(), "provider"),
+                ("EMBEDDING_MODEL", model, "model"),
+                ("EMBEDDING_DIM", dim.to_string(), "dim"),
             ],
         )
     }
@@ -544,9 +722,14 @@ impl Embedder {
     }
 
     /// Embeds one text: a NumPy `float32` array of shape `(dim,)`.
-    fn embed<'py>(&self, py: Python<'py>, text: &str) -> PyResult<Bound<'py, PyArray1<f32>>> {
+    fn embed<'py>(
+        &self,
+        py: Python<'py>,
+        text: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyArray1<f32>>> {
+        let text = str_arg("text", text)?;
         let v = py
-            .detach(|| self.inner.embed(text))
+            .detach(|| self.inner.embed(&text))
             .map_err(|e| py_error(&e))?;
         Ok(PyArray1::from_vec(py, v))
     }
@@ -571,33 +754,7 @@ impl Scope {
     /// str is refused: it would be read as its characters).
     #[new]
     fn new(document_keys: &Bound<'_, PyAny>) -> PyResult<Self> {
-        const FIELD: &str = "document_keys";
-        if document_keys.is_instance_of::<PyString>() {
-            return Err(value_error(
-                FIELD,
-                "must be a list of document keys, not one str",
-            ));
-        }
-        let items = document_keys.try_iter().map_err(|_| {
-            value_error(
-                FIELD,
-                format!(
-                    "must be a list of document keys, got {}",
-                    type_name(document_keys)
-                ),
-            )
-        })?;
-        let mut keys = Vec::new();
-        for (i, item) in items.enumerate() {
-            let item = item?;
-            let key = item.cast::<PyString>().map_err(|_| {
-                value_error(
-                    FIELD,
-                    format!("item {i} is {}, not a str", type_name(&item)),
-                )
-            })?;
-            keys.push(key.to_cow()?.into_owned());
-        }
+        let keys = str_list_arg("document_keys", document_keys)?;
         Ok(Self { keys: Some(keys) })
     }
 
@@ -908,12 +1065,19 @@ fn store_hits(answer: &Bound<'_, PyAny>) -> Result<Vec<(u32, f32)>, String> {
         .enumerate()
     {
         let item = item.map_err(|e| e.to_string())?;
-        let (id, score): (i64, f64) = item.extract().map_err(|_| {
-            format!(
+        let pair: Option<(Bound<'_, PyAny>, Bound<'_, PyAny>)> = item.extract().ok();
+        // A bool is an int to Python, but `(True, 0.5)` names no community.
+        let Some((id, score)) = pair.filter(|(id, _)| !id.is_instance_of::<PyBool>()) else {
+            return Err(format!(
                 "hit {i} is {}, not a (community id, score) pair",
                 type_name(&item)
-            )
-        })?;
+            ));
+        };
+        let (Ok(id), Ok(score)) = (id.extract::<i64>(), score.extract::<f64>()) else {
+            return Err(format!(
+                "hit {i} is not a (community id, score) pair of an int and a number"
+            ));
+        };
         let id = u32::try_from(id).map_err(|_| format!("hit {i} names community {id}"))?;
         #[allow(clippy::cast_possible_truncation)]
         hits.push((id, score as f32));
@@ -991,7 +1155,7 @@ fn check_vector_len(
 #[allow(clippy::too_many_arguments)]
 fn search_themes_sync(
     py: Python<'_>,
-    store: &Store,
+    store: &Bound<'_, PyAny>,
     embedder: Option<&Bound<'_, PyAny>>,
     query: &Bound<'_, PyAny>,
     scope: Option<&Bound<'_, PyAny>>,
@@ -1001,6 +1165,8 @@ fn search_themes_sync(
     settings: Option<&Bound<'_, PyAny>>,
     timeout: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<ThemeResult> {
+    let store = store_arg(store)?;
+    let store = store.get();
     let limit = positive("limit", limit, 5)?;
     let support_limit = positive("support_limit", support_limit, 3)?;
     let query = query_arg("query", query)?;
@@ -1214,29 +1380,39 @@ impl From<ConceptAnswer> for ConceptResult {
 
 /// `find_by_meaning` with the GIL released: see `agrag.evidence.find_by_meaning`.
 #[pyfunction]
-#[pyo3(signature = (store, embedder = None, term = None, *, concept = None, scope = None, query = None, keyword = None, vector = None, vector_k = None, combine = "bool", keyword_weight = None, direction = "up", depth = None, node_field = "concept", relation = "subclass_of", sample = None, settings = None, timeout = None))]
+#[pyo3(signature = (store, embedder = None, term = None, *, concept = None, scope = None, query = None, keyword = None, vector = None, vector_k = None, combine = None, keyword_weight = None, direction = None, depth = None, node_field = None, relation = None, sample = None, settings = None, timeout = None))]
 #[allow(clippy::too_many_arguments)]
 fn find_by_meaning_sync(
     py: Python<'_>,
-    store: &Store,
+    store: &Bound<'_, PyAny>,
     embedder: Option<&Bound<'_, PyAny>>,
-    term: Option<String>,
-    concept: Option<String>,
+    term: Option<&Bound<'_, PyAny>>,
+    concept: Option<&Bound<'_, PyAny>>,
     scope: Option<&Bound<'_, PyAny>>,
-    query: Option<String>,
-    keyword: Option<String>,
+    query: Option<&Bound<'_, PyAny>>,
+    keyword: Option<&Bound<'_, PyAny>>,
     vector: Option<&Bound<'_, PyAny>>,
     vector_k: Option<&Bound<'_, PyAny>>,
-    combine: &str,
+    combine: Option<&Bound<'_, PyAny>>,
     keyword_weight: Option<&Bound<'_, PyAny>>,
-    direction: &str,
+    direction: Option<&Bound<'_, PyAny>>,
     depth: Option<&Bound<'_, PyAny>>,
-    node_field: &str,
-    relation: &str,
+    node_field: Option<&Bound<'_, PyAny>>,
+    relation: Option<&Bound<'_, PyAny>>,
     sample: Option<&Bound<'_, PyAny>>,
     settings: Option<&Bound<'_, PyAny>>,
     timeout: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<ConceptResult> {
+    let store = store_arg(store)?;
+    let store = store.get();
+    let term = opt_str_arg("term", term)?;
+    let concept = opt_str_arg("concept", concept)?;
+    let query = opt_str_arg("query", query)?;
+    let keyword = opt_str_arg("keyword", keyword)?;
+    let combine = opt_str_arg("combine", combine)?;
+    let direction = opt_str_arg("direction", direction)?;
+    let node_field = opt_str_arg("node_field", node_field)?;
+    let relation = opt_str_arg("relation", relation)?;
     let selector = match (term, concept) {
         (Some(t), None) => ConceptSelector::Term(t),
         (None, Some(c)) => ConceptSelector::Concept(c),
@@ -1252,7 +1428,7 @@ fn find_by_meaning_sync(
         .transpose()?;
     let vector_k = positive("vector_k", vector_k, 100)?;
     let keyword_weight = number_in("keyword_weight", keyword_weight, 0.5, 0.0..=1.0)?;
-    req.direction = match direction {
+    req.direction = match direction.as_deref().unwrap_or("up") {
         "up" | "forward" => Direction::Forward,
         "down" | "reverse" => Direction::Reverse,
         other => {
@@ -1262,7 +1438,7 @@ fn find_by_meaning_sync(
             ));
         }
     };
-    req.combine = match combine {
+    req.combine = match combine.as_deref().unwrap_or("bool") {
         "bool" => Combine::Bool,
         "rrf" => Combine::Hybrid(Fusion::Rrf { k: 60.0 }),
         "weighted" => Combine::Hybrid(Fusion::WeightedSum { keyword_weight }),
@@ -1273,8 +1449,8 @@ fn find_by_meaning_sync(
             ));
         }
     };
-    req.node_field = node_field.to_owned();
-    req.relation = relation.to_owned();
+    req.node_field = node_field.unwrap_or_else(|| "concept".to_owned());
+    req.relation = relation.unwrap_or_else(|| "subclass_of".to_owned());
     req.query = query;
     req.keyword = keyword;
     let cs = call_settings(store, settings)?;
@@ -1363,7 +1539,14 @@ impl From<EngineEvidence> for Evidence {
 
 /// `fetch_evidence` with the GIL released: the passages behind `ids`, in the order asked.
 #[pyfunction]
-fn fetch_evidence_sync(py: Python<'_>, store: &Store, ids: Vec<String>) -> PyResult<Vec<Evidence>> {
+fn fetch_evidence_sync(
+    py: Python<'_>,
+    store: &Bound<'_, PyAny>,
+    ids: &Bound<'_, PyAny>,
+) -> PyResult<Vec<Evidence>> {
+    let store = store_arg(store)?;
+    let store = store.get();
+    let ids = str_list_arg("ids", ids)?;
     py.detach(|| store.engine.fetch_evidence(&ids))
         .map(|v| v.into_iter().map(Evidence::from).collect())
         .map_err(|e| py_error(&e))
@@ -1418,24 +1601,32 @@ impl AgentTools {
         name: &Bound<'py, PyAny>,
         arguments: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyDict>> {
-        // A name that is not a str is answered as an unknown tool under its `str()`.
+        // A name that is not a str is answered as an unknown tool under its `str()`; text
+        // Rust cannot hold (lone surrogates) is read with U+FFFD in their place, so it names
+        // no tool and no JSON key, and is answered, not raised. An interrupt still raises.
         let name = match name.cast::<PyString>() {
-            Ok(s) => s.to_cow()?.into_owned(),
-            Err(_) => name
-                .str()
-                .and_then(|s| s.to_cow().map(Cow::into_owned))
-                .unwrap_or_else(|_| type_name(name)),
+            Ok(s) => s.to_string_lossy().into_owned(),
+            Err(_) => match name.str() {
+                Ok(s) => s.to_string_lossy().into_owned(),
+                Err(e) if is_interrupt(py, &e) => return Err(e),
+                Err(_) => type_name(name),
+            },
         };
         let name = name.as_str();
         let text = if let Ok(s) = arguments.cast::<PyString>() {
-            s.to_cow()?.into_owned()
+            s.to_string_lossy().into_owned()
         } else {
             // Anything json cannot write becomes text that is not JSON, which the tools
             // reject naming `arguments`.
-            py.import("json")?
+            match py
+                .import("json")?
                 .call_method1("dumps", (arguments,))
                 .and_then(|s| s.extract::<String>())
-                .unwrap_or_else(|e| format!("<{e}>"))
+            {
+                Ok(t) => t,
+                Err(e) if is_interrupt(py, &e) => return Err(e),
+                Err(e) => format!("<{e}>"),
+            }
         };
         let out = py.detach(|| match self.run.lock() {
             Ok(mut run) => Some(run.call_json(name, &text)),
@@ -1465,10 +1656,12 @@ impl AgentTools {
 #[pyfunction]
 #[pyo3(signature = (store, scope = None, settings = None))]
 fn agent_tools(
-    store: &Store,
+    store: &Bound<'_, PyAny>,
     scope: Option<&Bound<'_, PyAny>>,
     settings: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<AgentTools> {
+    let store = store_arg(store)?;
+    let store = store.get();
     let scope = scope_arg(scope)?;
     let mut s = call_settings(store, settings)?.settings.into_owned();
     s.scope = effective_scope(&scope, &s.scope);
@@ -1485,11 +1678,13 @@ fn agent_tools(
 #[pyo3(signature = (store, queries, limit = None, support_limit = None))]
 fn _time_search_themes(
     py: Python<'_>,
-    store: &Store,
+    store: &Bound<'_, PyAny>,
     queries: Vec<String>,
     limit: Option<&Bound<'_, PyAny>>,
     support_limit: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Vec<f64>> {
+    let store = store_arg(store)?;
+    let store = store.get();
     let limit = positive("limit", limit, 5)?;
     let support_limit = positive("support_limit", support_limit, 3)?;
     py.detach(|| {

@@ -116,6 +116,8 @@ def test_non_positive_limits_raise_value_error_naming_the_argument(store, field,
     ({"limit": 10**30}, "^limit: 10+ is out of range"),
     ({"support_limit": -(10**30)}, "^support_limit: -10+ is out of range"),
     ({"settings": {"AGRAG_ROOT": "/elsewhere"}}, "^settings: unknown setting \"AGRAG_ROOT\""),
+    ({"query": "\ud800 statins"}, "^query: is not valid Unicode"),
+    ({"query": "statins " * 200}, "^query: must be at most 1000 characters, got 1600"),
 ])
 def test_bad_arguments_raise_value_error_naming_them(store, kwargs, field):
     args = {"query": QUESTION, **kwargs}
@@ -383,6 +385,8 @@ def test_the_minilm_embedder_loads_when_the_model_is_there():
             pytest.fail("AGRAG_REQUIRE_MODEL=1 but EMBEDDING_MODEL_PATH has no model")
         pytest.skip("all-MiniLM-L6-v2 is not here (bash scripts/fetch-model.sh)")
     e = agrag.Embedder.minilm(path)
+    # Without a path, EMBEDDING_MODEL_PATH names the folder, as for open_store.
+    assert agrag.Embedder.minilm().fingerprint == e.fingerprint
     v = e.embed(QUESTION)
     assert e.dim == 384 and v.shape == (384,) and abs(float(np.dot(v, v)) - 1.0) < 1e-4
     with pytest.raises(RuntimeError):
@@ -390,16 +394,27 @@ def test_the_minilm_embedder_loads_when_the_model_is_there():
 
 
 @pytest.mark.parametrize("call,field", [
-    (lambda: agrag.Embedder.hash(10**9), "^dim: must be at most 65536, got 1000000000"),
+    (lambda: agrag.Embedder.hash(10**9), "^dim: invalid \"1000000000\": expected an integer from 1 to 65536"),
     (lambda: agrag.Embedder.hash(10**30), "^dim: 10+ is out of range"),
     (lambda: agrag.Embedder.hash(0), "^dim: must be an integer ≥ 1"),
     (lambda: agrag.Embedder.hash("384"), "^dim: must be an int, got str"),
-    (lambda: agrag.Embedder.precomputed("m", 70000), "^dim: must be at most 65536"),
-    (lambda: agrag.Scope("pmid:1"), "^document_keys: must be a list of document keys, not one str"),
+    (lambda: agrag.Embedder.precomputed("m", 70000), "^dim: invalid \"70000\""),
+    (lambda: agrag.Embedder.precomputed("m", None), "^dim: must be given"),
+    (lambda: agrag.Embedder.precomputed("m", -1), "^dim: invalid \"-1\""),
+    (lambda: agrag.Embedder.precomputed(None, 3), "^model: must be a str, got NoneType"),
+    (lambda: agrag.Embedder.minilm(5), "^path: must be a str or os.PathLike, got int"),
+    (lambda: agrag.Embedder.hash(384).embed(None), "^text: must be a str, got NoneType"),
+    (lambda: agrag.Embedder.hash(384).embed("\ud800"), "^text: is not valid Unicode"),
+    (lambda: agrag.open_store(5), "^root: must be a str or os.PathLike, got int"),
+    (lambda: agrag.open_store(b"/tmp"), "^root: must be a str or os.PathLike, got bytes"),
+    (lambda: agrag.open_store(""), "^root: must not be empty"),
+    (lambda: agrag.Scope(["\ud800"]), "^document_keys\\[0\\]: is not valid Unicode"),
+    (lambda: agrag.Scope("pmid:1"), "^document_keys: must be a list of str, not one str"),
     (lambda: agrag.Scope(["pmid:1", 2]), "^document_keys: item 1 is int, not a str"),
-    (lambda: agrag.Scope(5), "^document_keys: must be a list of document keys, got int"),
+    (lambda: agrag.Scope(5), "^document_keys: must be a list of str, got int"),
     (lambda: agrag.open_store(settings={"MCP_MAX_HIT": "3"}), "^settings: unknown setting \"MCP_MAX_HIT\""),
-    (lambda: agrag.open_store(settings=["MCP_MAX_HITS"]), "^settings: must be a dict, got list"),
+    (lambda: agrag.open_store(settings=["MCP_MAX_HITS"]), "^settings: must be a dict or another mapping, got list"),
+    (lambda: agrag.open_store(settings={"MCP_TIMEOUT": "\ud800"}), "^settings\\[\"MCP_TIMEOUT\"\\]: is not valid Unicode"),
 ])
 def test_bad_constructor_arguments_raise_value_error_naming_them(call, field):
     with pytest.raises(ValueError, match=field):
@@ -414,6 +429,12 @@ def test_find_by_meaning_checks_every_argument_whether_it_is_used_or_not(store):
         ({"keyword_weight": "0.5"}, "^keyword_weight: must be a number, got str"),
         ({"depth": 0}, "^depth"),
         ({"sample": "10"}, "^sample: must be an int, got str"),
+        ({"combine": None, "direction": 3}, "^direction: must be a str, got int"),
+        ({"node_field": b"concept"}, "^node_field: must be a str, got bytes"),
+        ({"relation": 1}, "^relation: must be a str, got int"),
+        ({"keyword": "\ud800"}, "^keyword: is not valid Unicode"),
+        ({"query": 5}, "^query: must be a str, got int"),
+        ({"vector": "statins " * 200}, "^vector: must be at most 1000 characters"),
     ]:
         with pytest.raises(ValueError, match=field):
             find_by_meaning_sync(store, None, "Stroke", **kwargs)
@@ -513,3 +534,109 @@ def test_agent_tools_answer_a_name_that_is_not_a_str(store, name):
     out = agrag.agent.tools(store).call(name, {})
     assert out["is_error"] and out["rejected"]
     assert out["structured"]["error"] == "unknown_tool"
+
+
+def test_str_arguments_that_are_not_str_raise_value_error_naming_them(store):
+    for call, field in [
+        (lambda: find_by_meaning_sync(store, None, 5), "^term: must be a str, got int"),
+        (lambda: find_by_meaning_sync(store, None, concept=None), "^term: give exactly one"),
+        (lambda: store.set_visibility(None, "hidden"), "^key: must be a str, got NoneType"),
+        (lambda: store.set_visibility("x", 1), "^state: must be a str, got int"),
+        (lambda: store.set_visibility("x", "hidden", target=2), "^target: must be a str, got int"),
+        (lambda: store.set_visibility("x", "hidden", reason=3), "^reason: must be a str, got int"),
+        (lambda: store.visibility(None), "^key: must be a str, got NoneType"),
+        (lambda: fetch_evidence_sync(store, None), "^ids: must be a list of str, got NoneType"),
+        (lambda: fetch_evidence_sync(store, [None]), "^ids: item 0 is NoneType, not a str"),
+        (lambda: fetch_evidence_sync(store, "pmid:1#0"), "^ids: must be a list of str, not one str"),
+        (lambda: search_themes_sync(None, None, QUESTION), "^store: must be an agrag.Store"),
+        (lambda: agrag.agent.tools(None), "^store: must be an agrag.Store"),
+        (lambda: agrag.agent.tools(store, None, "x"), "^settings: must be a dict or another mapping, got str"),
+    ]:
+        with pytest.raises(ValueError, match=field):
+            call()
+
+
+def test_a_huge_timeout_or_sample_answers_instead_of_panicking(store, shipped_root):
+    assert search_themes_sync(store, None, QUESTION, timeout=1e19).status is agrag.Status.OK
+    far = agrag.open_store(shipped_root, settings={"MCP_TIMEOUT": "1e19"})
+    assert search_themes_sync(far, None, QUESTION).status is agrag.Status.OK
+    assert find_by_meaning_sync(far, None, "Stroke").status is agrag.ConceptStatus.OK
+    big = find_by_meaning_sync(store, None, "Stroke", sample=2**62)
+    assert big.status is agrag.ConceptStatus.OK and len(big.sample) == big.total
+
+
+def test_setting_visibility_of_an_id_the_run_lacks_needs_allow_unknown(root_copy):
+    store = agrag.open_store(root_copy)
+    with pytest.raises(ValueError, match="^key: the served run .* has no passage \"pmid:1#99\""):
+        store.set_visibility("pmid:1#99", "hidden")
+    assert store.visibility("pmid:1#99") == "visible"
+    store.set_visibility("pmid:1#99", "hidden", allow_unknown=True)
+    assert store.visibility("pmid:1#99") == "hidden"
+    with pytest.raises(ValueError, match="^key: the served run .* has no document \"pmid:0\""):
+        store.set_visibility("pmid:0", "hidden", target="document")
+
+
+@pytest.mark.parametrize("latest", [b"\xff\xfe\n", None])
+def test_a_latest_that_is_not_text_raises_index_corrupt_error(root_copy, latest):
+    path = root_copy / "LATEST"
+    if latest is None:
+        path.unlink()
+        path.mkdir()
+    else:
+        path.write_bytes(latest)
+    with pytest.raises(agrag.IndexCorruptError, match="LATEST"):
+        agrag.open_store(root_copy)
+
+
+def test_settings_may_be_any_mapping(shipped_root):
+    import types
+
+    capped = agrag.open_store(shipped_root, settings=types.MappingProxyType({"MCP_MAX_HITS": "2"}))
+    assert len(search_themes_sync(capped, None, QUESTION, limit=5).themes) == 2
+    tools = agrag.agent.tools(capped, settings=types.MappingProxyType({"MCP_MAX_HITS": "1"}))
+    out = tools.call("search_themes", {"query": QUESTION, "limit": 5})
+    assert not out["is_error"], out
+
+
+def test_an_interrupt_while_an_argument_is_read_reaches_the_caller(store):
+    class Interrupting:
+        def __index__(self):
+            raise KeyboardInterrupt
+
+        def __iter__(self):
+            raise KeyboardInterrupt
+
+        def __str__(self):
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        search_themes_sync(store, None, QUESTION, limit=Interrupting())
+    with pytest.raises(KeyboardInterrupt):
+        agrag.Scope(Interrupting())
+    with pytest.raises(KeyboardInterrupt):
+        fetch_evidence_sync(store, Interrupting())
+    with pytest.raises(KeyboardInterrupt):
+        agrag.agent.tools(store).call(Interrupting(), {})
+
+
+def test_agent_tools_answer_lone_surrogates(store):
+    tools = agrag.agent.tools(store)
+    out = tools.call("search_\ud800themes", {})
+    assert out["is_error"] and out["structured"]["error"] == "unknown_tool"
+    out = tools.call("search_themes", {"query": "\ud800"})
+    assert out["is_error"] and out["rejected"]
+    # In JSON text the surrogate is read as U+FFFD: a query like any other, answered.
+    out = tools.call("search_themes", '{"query": "\ud800 statins"}')
+    assert out["tool"] == "search_themes" and not out["rejected"], out
+
+
+def test_a_vector_store_hit_with_a_bool_id_is_refused(store):
+    answer = search_themes_sync(store, None, QUESTION, vector_store=ListStore([(True, 0.5)]))
+    assert answer.status is agrag.Status.FAILED
+    assert [f.leg for f in answer.failures] == ["vector_store"]
+
+
+def test_minilm_without_a_path_reads_the_environment(tmp_path, monkeypatch):
+    monkeypatch.setenv("EMBEDDING_MODEL_PATH", str(tmp_path / "elsewhere"))
+    with pytest.raises(RuntimeError, match="elsewhere"):
+        agrag.Embedder.minilm()

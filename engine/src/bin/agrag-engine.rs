@@ -304,18 +304,6 @@ fn snapshot_root(root: &RootArg) -> Result<PathBuf, (u8, anyhow::Error)> {
     )))
 }
 
-/// The id of the served run when it holds no passage or document `key` (`None` when it
-/// does, or when no run is served and nothing can be told).
-fn served_run_lacking(engine: &Engine, target: Target, key: &str) -> Option<String> {
-    let view = engine.view().ok()?;
-    let snap = view.snapshot()?;
-    let known = match target {
-        Target::Passage => snap.passage_index(key).is_some(),
-        Target::Document => snap.document_index(key).is_some(),
-    };
-    (!known).then(|| snap.run_id().to_owned())
-}
-
 fn usage(e: impl Into<anyhow::Error>) -> (u8, anyhow::Error) {
     (2, e.into())
 }
@@ -739,7 +727,7 @@ fn run(cli: Cli) -> CmdResult {
                 // Flags are keyed by stable ids and may name what a later run will hold, but a
                 // typo must not pass as success: an id the served run lacks is stored only
                 // when asked for.
-                if let Some(run_id) = served_run_lacking(&engine, t, key) {
+                if let Some(run_id) = engine.served_run_lacking(t, key) {
                     if !allow_unknown {
                         return Err(usage(anyhow::anyhow!(
                             "the served run {run_id} has no {} {key:?}; check the id, or pass \
@@ -769,7 +757,7 @@ fn run(cli: Cli) -> CmdResult {
                 println!("{}", effective.describe());
                 // A flag may name what no run holds yet; say so, so a typo is not read as
                 // "visible".
-                if let Some(run_id) = served_run_lacking(&engine, t, key) {
+                if let Some(run_id) = engine.served_run_lacking(t, key) {
                     println!(
                         "note: the served run {run_id} has no {} {key:?}",
                         t.as_str()

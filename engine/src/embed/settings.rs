@@ -264,7 +264,7 @@ impl EmbedderSettings {
                 let dim = self.dim.ok_or(EngineError::InvalidArgument {
                     field: "EMBEDDING_DIM",
                     value: String::new(),
-                    expected: "the length of the vectors the service sends (EMBEDDING_PROVIDER=precomputed)",
+                    expected: "the length of the vectors the service sends: the embedder is precomputed (EMBEDDING_PROVIDER=precomputed, or an EMBEDDING_MODEL other than agrag-hash-v2 and all-MiniLM-L6-v2), so its dimension must be given",
                 })?;
                 Ok(EmbedderChoice {
                     embedder: Arc::new(PrecomputedEmbedder::new(model, dim)),

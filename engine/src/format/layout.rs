@@ -77,24 +77,30 @@ impl Layout {
     /// The run id `LATEST` names, or `None` when there is no `LATEST`.
     ///
     /// # Errors
-    /// [`EngineError::Io`] when it exists but cannot be read; [`EngineError::Corrupt`] when its
-    /// content is not a run id.
+    /// [`EngineError::Io`] when it exists but cannot be read (permissions, a failing disk);
+    /// [`EngineError::Corrupt`] when it is a folder, not UTF-8, or its content is not a run id.
     pub fn read_latest(&self) -> Result<Option<String>> {
         let path = self.latest_path();
-        match fs::read_to_string(&path) {
-            Ok(s) => {
-                let id = s.trim();
-                if !is_valid_run_id(id) {
-                    return Err(EngineError::corrupt(
-                        &path,
-                        format!("{id:?} is not a run id"),
-                    ));
-                }
-                Ok(Some(id.to_owned()))
+        let bytes = match fs::read(&path) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            // A folder named LATEST is a damaged root, not an unreadable file.
+            Err(_) if path.is_dir() => {
+                return Err(EngineError::corrupt(&path, "is a folder, not a file"));
             }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(EngineError::io(path, e)),
+            Err(e) => return Err(EngineError::io(path, e)),
+        };
+        let Ok(s) = std::str::from_utf8(&bytes) else {
+            return Err(EngineError::corrupt(&path, "is not UTF-8 text"));
+        };
+        let id = s.trim();
+        if !is_valid_run_id(id) {
+            return Err(EngineError::corrupt(
+                &path,
+                format!("{id:?} is not a run id"),
+            ));
         }
+        Ok(Some(id.to_owned()))
     }
 
     /// Points `LATEST` at `run_id` atomically: write a temporary file in the root, sync it,
@@ -235,6 +241,26 @@ pub fn sync_dir(dir: &Path) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_latest_that_is_not_a_run_id_text_is_corrupt() {
+        let dir = tempfile::tempdir().unwrap();
+        let layout = Layout::new(dir.path());
+        assert!(layout.read_latest().unwrap().is_none());
+        fs::write(layout.latest_path(), b"\xff\xfe\n").unwrap();
+        let e = layout.read_latest().unwrap_err();
+        assert!(
+            matches!(&e, EngineError::Corrupt { reason, .. } if reason.contains("UTF-8")),
+            "{e}"
+        );
+        fs::remove_file(layout.latest_path()).unwrap();
+        fs::create_dir(layout.latest_path()).unwrap();
+        let e = layout.read_latest().unwrap_err();
+        assert!(
+            matches!(&e, EngineError::Corrupt { reason, .. } if reason.contains("folder")),
+            "{e}"
+        );
+    }
 
     #[test]
     fn gc_keeps_the_newest_and_latest() {

@@ -717,7 +717,9 @@ pub(crate) fn search(
             // Closeness: documents about the asked concept itself first, then those reached
             // through one hop, and so on; by document key within a hop. One union of postings
             // per hop, so the cost follows the sample, not the match count.
-            let mut listed: Vec<(u32, Option<f32>)> = Vec::with_capacity(req.sample);
+            // `sample` is the caller's bound, not a size: never reserve more than can match.
+            let mut listed: Vec<(u32, Option<f32>)> =
+                Vec::with_capacity(req.sample.min(filter.len() as usize));
             let mut seen = RoaringBitmap::new();
             // Partly hidden documents whose concept at the hop they were met was withdrawn,
             // by the hop of the nearest concept they still hold.

@@ -43,7 +43,9 @@ pub enum QueryInput {
 /// answers `failed` with a failure whose leg is `timeout` and returns nothing half-computed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Deadline {
-    at: std::time::Instant,
+    /// `None` when `now + timeout` is past what `Instant` can represent (a timeout of
+    /// centuries): such a deadline never expires rather than overflowing.
+    at: Option<std::time::Instant>,
     timeout: std::time::Duration,
 }
 
@@ -51,19 +53,22 @@ impl Deadline {
     /// The deadline `timeout` from now; `None` for no timeout.
     pub fn after(timeout: Option<std::time::Duration>) -> Option<Self> {
         timeout.map(|timeout| Self {
-            at: std::time::Instant::now() + timeout,
+            at: std::time::Instant::now().checked_add(timeout),
             timeout,
         })
     }
 
     /// Whether the deadline has passed.
     pub fn expired(&self) -> bool {
-        std::time::Instant::now() >= self.at
+        self.at.is_some_and(|at| std::time::Instant::now() >= at)
     }
 
     /// What is left of the timeout (zero once it has passed).
     pub fn remaining(&self) -> std::time::Duration {
-        self.at.saturating_duration_since(std::time::Instant::now())
+        match self.at {
+            Some(at) => at.saturating_duration_since(std::time::Instant::now()),
+            None => self.timeout,
+        }
     }
 
     /// The failure an expired query answers with: leg `timeout`, saying when it expired.
@@ -87,5 +92,26 @@ pub(crate) fn validate_timeout(timeout: Option<std::time::Duration>) -> crate::R
             expected: "a positive duration, or no timeout",
         }),
         _ => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Deadline;
+    use std::time::Duration;
+
+    #[test]
+    fn a_timeout_past_what_an_instant_holds_never_expires_and_does_not_panic() {
+        let d = Deadline::after(Some(Duration::MAX)).unwrap();
+        assert!(!d.expired());
+        assert_eq!(d.remaining(), Duration::MAX);
+        let d = Deadline::after(Some(Duration::from_secs_f64(1e19))).unwrap();
+        assert!(!d.expired());
+        assert!(
+            Deadline::after(Some(Duration::from_nanos(1))).is_some_and(|d| {
+                std::thread::sleep(Duration::from_millis(1));
+                d.expired() && d.remaining().is_zero()
+            })
+        );
     }
 }

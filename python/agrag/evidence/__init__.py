@@ -14,10 +14,9 @@ from .themes import search_themes, search_themes_sync
 
 def fetch_evidence_sync(store: Store, ids: Sequence[str]) -> List[Evidence]:
     """The passages behind evidence ids, in the order asked: ``found`` with text, location and
-    document; ``not_visible`` (hidden, deleted or superseded: no text); ``unknown``."""
-    if isinstance(ids, str):
-        raise ValueError("ids: must be a sequence of evidence ids, not one str")
-    return _fetch_evidence_sync(store, list(ids))
+    document; ``not_visible`` (hidden, deleted or superseded: no text); ``unknown``.
+    ``ids`` is any iterable of str but a str; anything else raises ``ValueError`` naming it."""
+    return _fetch_evidence_sync(store, ids)
 
 
 async def fetch_evidence(store: Store, ids: Sequence[str]) -> List[Evidence]:
