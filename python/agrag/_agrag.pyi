@@ -203,7 +203,12 @@ def find_by_meaning_sync(
     settings: Optional[Mapping[str, Any]] = None,
     timeout: Timeout = None,
 ) -> ConceptResult: ...
-def fetch_evidence_sync(store: Store, ids: List[str]) -> List[Evidence]: ...
+def fetch_evidence_sync(
+    store: Store,
+    ids: Iterable[str],
+    scope: Optional[Scope] = None,
+    settings: Optional[Mapping[str, Any]] = None,
+) -> List[Evidence]: ...
 def agent_tools(
     store: Store, scope: Optional[Scope] = None, settings: Optional[Mapping[str, Any]] = None
 ) -> AgentTools: ...

@@ -17,7 +17,7 @@ use agrag_engine::embed::{Embedder as EngineEmbedder, EmbedderSettings};
 use agrag_engine::query::concept::{
     Combine, ConceptAnswer, ConceptRequest, ConceptSelector, Direction, Fusion, VectorClause,
 };
-use agrag_engine::query::evidence::Evidence as EngineEvidence;
+use agrag_engine::query::evidence::{Evidence as EngineEvidence, within_scope};
 use agrag_engine::query::theme::{self, IndexState, Status, ThemeAnswer};
 use agrag_engine::query::{Deadline, QueryInput, Scope as EngineScope};
 use agrag_engine::tools::args::MAX_QUERY_CHARS;
@@ -105,13 +105,41 @@ fn path_arg(field: &str, v: Option<&Bound<'_, PyAny>>) -> PyResult<Option<PathBu
     if path.as_os_str().is_empty() {
         return Err(value_error(field, "must not be empty"));
     }
+    if path.as_os_str().as_encoded_bytes().contains(&0) {
+        return Err(value_error(field, "must not contain a NUL character"));
+    }
     Ok(Some(path))
+}
+
+/// An optional text clause of a search: not blank, at most [`MAX_QUERY_CHARS`] characters
+/// (the CLI's and the MCP server's bound).
+fn bounded_text(field: &str, text: Option<String>) -> PyResult<Option<String>> {
+    if let Some(t) = &text {
+        if t.trim().is_empty() {
+            return Err(value_error(field, "must not be empty"));
+        }
+        let n = t.chars().count();
+        if n > MAX_QUERY_CHARS {
+            return Err(value_error(
+                field,
+                format!("must be at most {MAX_QUERY_CHARS} characters, got {n}"),
+            ));
+        }
+    }
+    Ok(text)
 }
 
 /// A list (any iterable but a str) of str; `ValueError` naming `field` and the item at fault.
 fn str_list_arg(field: &str, v: &Bound<'_, PyAny>) -> PyResult<Vec<String>> {
     if v.is_instance_of::<PyString>() {
         return Err(value_error(field, "must be a list of str, not one str"));
+    }
+    if v.is_instance_of::<pyo3::types::PyBytes>() || v.is_instance_of::<pyo3::types::PyByteArray>()
+    {
+        return Err(value_error(
+            field,
+            format!("must be a list of str, got {}", type_name(v)),
+        ));
     }
     let items = v.try_iter().map_err(|e| {
         or_value_error(v.py(), e, || {
@@ -244,17 +272,19 @@ fn timeout_arg(timeout: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Duration>>
             )
         })?
     };
-    if !seconds.is_finite() || seconds <= 0.0 {
+    if seconds.is_nan() || seconds <= 0.0 {
         return Err(value_error(
             "timeout",
-            format!("must be a positive number of seconds, got {seconds}"),
+            format!("must be a positive number of seconds, got {seconds:e}"),
         ));
     }
-    Duration::try_from_secs_f64(seconds)
-        .ok()
-        .filter(|d| !d.is_zero())
-        .map(Some)
-        .ok_or_else(|| value_error("timeout", format!("{seconds} s is not a usable duration")))
+    // A timeout past what a `Duration` holds (about 5.8e11 years) never ends, and one under a
+    // nanosecond has ended at once: both are usable, as the nearest duration.
+    Ok(Some(
+        Duration::try_from_secs_f64(seconds)
+            .unwrap_or(Duration::MAX)
+            .max(Duration::from_nanos(1)),
+    ))
 }
 
 fn type_name(v: &Bound<'_, PyAny>) -> String {
@@ -269,21 +299,16 @@ enum Query {
     Vector(Vec<f32>),
 }
 
+/// A query on its way to the engine: a checked vector input, or text still to embed.
+enum Prepared {
+    Input(QueryInput),
+    Text(String),
+}
+
 fn query_arg(field: &str, q: &Bound<'_, PyAny>) -> PyResult<Query> {
     if q.is_instance_of::<PyString>() {
-        let text = str_arg(field, q)?;
-        if text.trim().is_empty() {
-            return Err(value_error(field, "must not be empty"));
-        }
-        // The CLI's and the MCP server's bound: a query is a question, and embedding a
-        // megabyte of text would outlast any timeout.
-        let n = text.chars().count();
-        if n > MAX_QUERY_CHARS {
-            return Err(value_error(
-                field,
-                format!("must be at most {MAX_QUERY_CHARS} characters, got {n}"),
-            ));
-        }
+        // A query is a question: embedding a megabyte of text would outlast any timeout.
+        let text = bounded_text(field, Some(str_arg(field, q)?))?.unwrap_or_default();
         return Ok(Query::Text(text));
     }
     if let Ok(a) = q.extract::<PyReadonlyArray1<'_, f32>>() {
@@ -349,7 +374,11 @@ fn settings_values(
             ));
         }
         let field = format!("settings[{key:?}]");
-        let value = if v.is_instance_of::<PyString>() {
+        let value = if key == "MCP_TIMEOUT" && v.hasattr("total_seconds")? {
+            // A `timedelta`, as the `timeout` argument takes it.
+            let seconds: f64 = v.call_method0("total_seconds")?.extract()?;
+            seconds.to_string()
+        } else if v.is_instance_of::<PyString>() {
             str_arg(&field, &v)?
         } else {
             str_arg(&field, v.str()?.as_any())?
@@ -396,6 +425,11 @@ fn call_settings<'a>(
     })
     .map_err(|e| py_error(&e))?;
     s.root.clone_from(&store.settings.root);
+    // A call narrows the store's scope, never widens it: its `MCP_SCOPE` ("all" included)
+    // is read within the store's.
+    if call.contains_key("MCP_SCOPE") {
+        s.scope = effective_scope(&s.scope, &store.settings.scope);
+    }
     let max_hits =
         (call.contains_key("MCP_MAX_HITS") || store.max_hits.is_some()).then_some(s.max_hits);
     Ok(CallSettings {
@@ -411,6 +445,7 @@ fn effective_scope(call: &EngineScope, settings: &EngineScope) -> EngineScope {
         (EngineScope::All, s) => s.clone(),
         (c, EngineScope::All) => c.clone(),
         (EngineScope::Documents(a), EngineScope::Documents(b)) => {
+            let b: std::collections::HashSet<&String> = b.iter().collect();
             EngineScope::Documents(a.iter().filter(|k| b.contains(k)).cloned().collect())
         }
     }
@@ -438,8 +473,10 @@ impl Store {
 
     /// The snapshot root.
     #[getter]
-    fn root(&self) -> String {
-        self.engine.root().display().to_string()
+    fn root<'py>(&self, py: Python<'py>) -> Bound<'py, PyAny> {
+        // As `os.fsdecode` gives it: a name that is not UTF-8 round-trips through open_store.
+        let Ok(root) = self.engine.root().as_os_str().into_pyobject(py);
+        root.into_any()
     }
 
     /// Re-reads `LATEST` and serves the run it names when it is new and valid. Returns whether
@@ -466,7 +503,7 @@ impl Store {
     /// `hidden`, `deleted` or `superseded`. Seen by the next query of every store on this root.
     /// A key the served run does not hold raises `ValueError` (a typo must not pass as
     /// success) unless `allow_unknown=True`, which stores the flag for a later run.
-    #[pyo3(signature = (key, state, target = None, reason = None, *, allow_unknown = false))]
+    #[pyo3(signature = (key, state, target = None, reason = None, *, allow_unknown = None))]
     fn set_visibility(
         &self,
         py: Python<'_>,
@@ -474,14 +511,33 @@ impl Store {
         state: &Bound<'_, PyAny>,
         target: Option<&Bound<'_, PyAny>>,
         reason: Option<&Bound<'_, PyAny>>,
-        allow_unknown: bool,
+        allow_unknown: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<()> {
+        let allow_unknown = match allow_unknown.filter(|v| !v.is_none()) {
+            None => false,
+            Some(v) => v.cast::<PyBool>().map(|b| b.is_true()).map_err(|_| {
+                value_error(
+                    "allow_unknown",
+                    format!("must be a bool, got {}", type_name(v)),
+                )
+            })?,
+        };
         let key = str_arg("key", key)?;
         let state: Visibility = str_arg("state", state)?
             .parse()
             .map_err(|e: EngineError| py_error(&e))?;
         let target = target_arg(target)?;
         let reason = opt_str_arg("reason", reason)?;
+        if !allow_unknown && self.engine.run_id().is_none() {
+            return Err(value_error(
+                "key",
+                format!(
+                    "no run is served under {}, so {key:?} cannot be checked; pass \
+                     allow_unknown=True to store the flag for a later run",
+                    self.engine.root().display()
+                ),
+            ));
+        }
         if !allow_unknown && let Some(run_id) = self.engine.served_run_lacking(target, &key) {
             return Err(value_error(
                 "key",
@@ -499,7 +555,9 @@ impl Store {
         .map_err(|e| py_error(&e))
     }
 
-    /// The stored visibility of a passage or document (`visible` when never flagged).
+    /// The effective visibility of a passage or document: the state queries apply (for a
+    /// passage, the more restrictive of its own flag and its document's), `visible` when
+    /// neither was ever flagged; as `agrag-engine visibility get` prints it.
     #[pyo3(signature = (key, target = None))]
     fn visibility(
         &self,
@@ -508,16 +566,19 @@ impl Store {
         target: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<String> {
         let key = str_arg("key", key)?;
+        if key.trim().is_empty() {
+            return Err(value_error("key", "must not be empty"));
+        }
         let target = target_arg(target)?;
-        py.detach(|| self.engine.visibility(target, &key))
-            .map(|v| v.as_str().to_owned())
+        py.detach(|| self.engine.effective_visibility(target, &key))
+            .map(|v| v.state.as_str().to_owned())
             .map_err(|e| py_error(&e))
     }
 
     fn __repr__(&self) -> String {
         format!(
             "Store(root={:?}, run_id={})",
-            self.root(),
+            self.engine.root().display().to_string(),
             self.run_id()
                 .map_or_else(|| "None".to_owned(), |r| format!("{r:?}"))
         )
@@ -559,6 +620,12 @@ fn open_store(
     .map_err(|e| py_error(&e))?;
     if let Some(r) = root {
         s.root = r;
+    }
+    if s.root.exists() && !s.root.is_dir() {
+        return Err(value_error(
+            "root",
+            format!("{} is a file, not a snapshot root folder", s.root.display()),
+        ));
     }
     let config = EngineConfig {
         embedder: s.embedding.build_embedder().map_err(|e| py_error(&e))?,
@@ -737,6 +804,22 @@ impl Embedder {
     fn __repr__(&self) -> String {
         format!("Embedder(model={:?}, dim={})", self.model(), self.dim())
     }
+
+    /// Embedders are equal when they embed into the same space: same model, dimension and
+    /// weights' fingerprint (the identity a run records).
+    fn __eq__(&self, other: &Bound<'_, PyAny>) -> bool {
+        other
+            .cast::<Embedder>()
+            .is_ok_and(|o| o.get().inner.identity() == self.inner.identity())
+    }
+
+    fn __hash__(&self) -> u64 {
+        use std::hash::{Hash, Hasher};
+        let id = self.inner.identity();
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        (&id.model, id.dim, &id.fingerprint).hash(&mut h);
+        h.finish()
+    }
 }
 
 /// The documents a search may read: every document (`Scope.all()`), or only these document
@@ -754,7 +837,11 @@ impl Scope {
     /// str is refused: it would be read as its characters).
     #[new]
     fn new(document_keys: &Bound<'_, PyAny>) -> PyResult<Self> {
-        let keys = str_list_arg("document_keys", document_keys)?;
+        let mut keys = str_list_arg("document_keys", document_keys)?;
+        // A scope is a set of documents: the same keys in another order, or repeated, are the
+        // same scope (equal, same hash).
+        keys.sort_unstable();
+        keys.dedup();
         Ok(Self { keys: Some(keys) })
     }
 
@@ -764,7 +851,7 @@ impl Scope {
         Self { keys: None }
     }
 
-    /// The document keys, or None for every document.
+    /// The document keys, sorted and without repeats, or None for every document.
     #[getter]
     fn document_keys(&self) -> Option<Vec<String>> {
         self.keys.clone()
@@ -1041,48 +1128,19 @@ fn embed_for_run(
         .map_err(|e| Unembedded::Failed(run_id, "embed", e.with_causes()))
 }
 
-/// The model name a caller's vector is checked under: the embedder's when one is given, else
-/// the served run's.
-fn vector_model(engine: &Engine, embedder: Option<&Arc<dyn EngineEmbedder>>) -> String {
-    embedder.map_or_else(
-        || {
-            engine
-                .view()
-                .ok()
-                .and_then(|v| v.snapshot().map(|s| s.manifest.embedder.model.clone()))
-                .unwrap_or_default()
-        },
-        |e| e.identity().model.clone(),
-    )
-}
-
-/// Reads `(community id, score)` pairs from the answer of `vector_store.search(vector, k)`.
+/// The hits `agrag._vector_store.search` read: `(int, float)` pairs, each id a community of
+/// the run's numbering (`u32`).
 fn store_hits(answer: &Bound<'_, PyAny>) -> Result<Vec<(u32, f32)>, String> {
-    let mut hits = Vec::new();
-    for (i, item) in answer
-        .try_iter()
-        .map_err(|_| format!("search() returned {}, not an iterable", type_name(answer)))?
+    let pairs: Vec<(i64, f64)> = answer.extract().map_err(|e: PyErr| e.to_string())?;
+    pairs
+        .into_iter()
         .enumerate()
-    {
-        let item = item.map_err(|e| e.to_string())?;
-        let pair: Option<(Bound<'_, PyAny>, Bound<'_, PyAny>)> = item.extract().ok();
-        // A bool is an int to Python, but `(True, 0.5)` names no community.
-        let Some((id, score)) = pair.filter(|(id, _)| !id.is_instance_of::<PyBool>()) else {
-            return Err(format!(
-                "hit {i} is {}, not a (community id, score) pair",
-                type_name(&item)
-            ));
-        };
-        let (Ok(id), Ok(score)) = (id.extract::<i64>(), score.extract::<f64>()) else {
-            return Err(format!(
-                "hit {i} is not a (community id, score) pair of an int and a number"
-            ));
-        };
-        let id = u32::try_from(id).map_err(|_| format!("hit {i} names community {id}"))?;
-        #[allow(clippy::cast_possible_truncation)]
-        hits.push((id, score as f32));
-    }
-    Ok(hits)
+        .map(|(i, (id, score))| {
+            let id = u32::try_from(id).map_err(|_| format!("hit {i} names community {id}"))?;
+            #[allow(clippy::cast_possible_truncation)]
+            Ok((id, score as f32))
+        })
+        .collect()
 }
 
 /// What a caller's vector store answered.
@@ -1122,31 +1180,44 @@ fn ask_vector_store(
     }
 }
 
-/// Refuses a query vector whose length is not the embedder's (when one is given) or the
-/// served run's: a `ValueError` naming `field`, since no answer could be right.
-fn check_vector_len(
+/// A caller's vector as the engine's input: its length checked against the given embedder's
+/// dimension, else the served run's (`ValueError` naming `field` when they differ), and
+/// labelled with that embedder's model name so the engine checks the vector space. One read
+/// of the served run's identity, for both.
+fn vector_input(
     field: &str,
     engine: &Engine,
     embedder: Option<&Arc<dyn EngineEmbedder>>,
-    vector: &[f32],
-) -> PyResult<()> {
-    let expected = match embedder {
-        Some(e) => Some((e.identity().dim, "the embedder's")),
+    vector: Vec<f32>,
+) -> PyResult<QueryInput> {
+    let identity = match embedder {
+        Some(e) => Some((
+            e.identity().model.clone(),
+            e.identity().dim,
+            "the embedder's",
+        )),
         None => engine.view().ok().and_then(|v| {
-            v.snapshot()
-                .map(|s| (s.manifest.embedder.dim, "the served run's"))
+            v.snapshot().map(|s| {
+                let id = &s.manifest.embedder;
+                (id.model.clone(), id.dim, "the served run's")
+            })
         }),
     };
-    match expected {
-        Some((dim, whose)) if dim != vector.len() => Err(value_error(
-            field,
-            format!(
-                "has {} components; {whose} vectors have {dim}",
-                vector.len()
-            ),
-        )),
-        _ => Ok(()),
-    }
+    let model = match identity {
+        Some((_, dim, whose)) if dim != vector.len() => {
+            return Err(value_error(
+                field,
+                format!(
+                    "has {} components; {whose} vectors have {dim}",
+                    vector.len()
+                ),
+            ));
+        }
+        Some((model, _, _)) => model,
+        // No run served: the engine answers `index_not_ready` whatever the label.
+        None => String::new(),
+    };
+    Ok(QueryInput::Vector { model, vector })
 }
 
 /// `search_themes` with the GIL released: see `agrag.evidence.search_themes`.
@@ -1187,9 +1258,11 @@ fn search_themes_sync(
     }
     let embedder = call_embedder(py, embedder, cs.embedder_given.then_some(&*cs.settings))?;
     let engine = &store.engine;
-    if let Query::Vector(v) = &query {
-        check_vector_len("query", engine, embedder.as_ref(), v)?;
-    }
+    // A vector is checked before any status: its length is the caller's error.
+    let query = match query {
+        Query::Vector(v) => Prepared::Input(vector_input("query", engine, embedder.as_ref(), v)?),
+        Query::Text(text) => Prepared::Text(text),
+    };
     let scope = effective_scope(&scope, &cs.settings.scope);
     let limit = cs.max_hits.map_or(limit, |m| limit.min(m));
     let deadline = Deadline::after(timeout.or(cs.settings.timeout));
@@ -1201,12 +1274,11 @@ fn search_themes_sync(
     // The store's own embedder embeds text inside the engine; a given embedder (or a vector
     // store, which needs the vector) embeds here, with the engine's checks.
     let input = match query {
-        Query::Vector(vector) => QueryInput::Vector {
-            model: vector_model(engine, embedder.as_ref()),
-            vector,
-        },
-        Query::Text(text) if embedder.is_none() && vector_store.is_none() => QueryInput::Text(text),
-        Query::Text(text) => match py.detach(|| embed_for_run(engine, embedder, &text)) {
+        Prepared::Input(input) => input,
+        Prepared::Text(text) if embedder.is_none() && vector_store.is_none() => {
+            QueryInput::Text(text)
+        }
+        Prepared::Text(text) => match py.detach(|| embed_for_run(engine, embedder, &text)) {
             Ok((model, vector)) => QueryInput::Vector { model, vector },
             Err(Unembedded::NotReady) => {
                 return Ok(
@@ -1407,8 +1479,8 @@ fn find_by_meaning_sync(
     let store = store.get();
     let term = opt_str_arg("term", term)?;
     let concept = opt_str_arg("concept", concept)?;
-    let query = opt_str_arg("query", query)?;
-    let keyword = opt_str_arg("keyword", keyword)?;
+    let query = bounded_text("query", opt_str_arg("query", query)?)?;
+    let keyword = bounded_text("keyword", opt_str_arg("keyword", keyword)?)?;
     let combine = opt_str_arg("combine", combine)?;
     let direction = opt_str_arg("direction", direction)?;
     let node_field = opt_str_arg("node_field", node_field)?;
@@ -1465,13 +1537,7 @@ fn find_by_meaning_sync(
     if let Some(v) = vector.filter(|v| !v.is_none()) {
         let k = vector_k;
         let input = match query_arg("vector", v)? {
-            Query::Vector(vector) => {
-                check_vector_len("vector", engine, embedder.as_ref(), &vector)?;
-                QueryInput::Vector {
-                    model: vector_model(engine, embedder.as_ref()),
-                    vector,
-                }
-            }
+            Query::Vector(vector) => vector_input("vector", engine, embedder.as_ref(), vector)?,
             Query::Text(text) if embedder.is_none() => QueryInput::Text(text),
             Query::Text(text) => match py.detach(|| embed_for_run(engine, embedder, &text)) {
                 Ok((model, vector)) => QueryInput::Vector { model, vector },
@@ -1539,17 +1605,28 @@ impl From<EngineEvidence> for Evidence {
 
 /// `fetch_evidence` with the GIL released: the passages behind `ids`, in the order asked.
 #[pyfunction]
+#[pyo3(signature = (store, ids, scope = None, settings = None))]
 fn fetch_evidence_sync(
     py: Python<'_>,
     store: &Bound<'_, PyAny>,
     ids: &Bound<'_, PyAny>,
+    scope: Option<&Bound<'_, PyAny>>,
+    settings: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Vec<Evidence>> {
     let store = store_arg(store)?;
     let store = store.get();
     let ids = str_list_arg("ids", ids)?;
-    py.detach(|| store.engine.fetch_evidence(&ids))
-        .map(|v| v.into_iter().map(Evidence::from).collect())
-        .map_err(|e| py_error(&e))
+    let scope = scope_arg(scope)?;
+    let cs = call_settings(store, settings)?;
+    let scope = effective_scope(&scope, &cs.settings.scope);
+    py.detach(|| {
+        store
+            .engine
+            .fetch_evidence(&ids)
+            .map(|ev| within_scope(ev, &scope))
+    })
+    .map(|v| v.into_iter().map(Evidence::from).collect())
+    .map_err(|e| py_error(&e))
 }
 
 /// The agent tools of a store within a scope: `specs` (name, description, JSON Schema of the
@@ -1616,10 +1693,10 @@ impl AgentTools {
         let text = if let Ok(s) = arguments.cast::<PyString>() {
             s.to_string_lossy().into_owned()
         } else {
-            // Anything json cannot write becomes text that is not JSON, which the tools
-            // reject naming `arguments`.
+            // Any mapping, NumPy numbers too (`agrag._json.dumps`); anything else JSON cannot
+            // write becomes text that is not JSON, which the tools reject naming `arguments`.
             match py
-                .import("json")?
+                .import("agrag._json")?
                 .call_method1("dumps", (arguments,))
                 .and_then(|s| s.extract::<String>())
             {

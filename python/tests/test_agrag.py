@@ -472,8 +472,11 @@ def test_open_stores_settings_apply_to_every_call(shipped_root, tmp_path):
 def test_setting_visibility_under_a_missing_root_creates_nothing(tmp_path):
     missing = tmp_path / "no" / "such" / "root"
     store = agrag.open_store(missing)
-    with pytest.raises(RuntimeError, match="snapshot root does not exist"):
+    # With no run served the id cannot be checked: refused unless asked for.
+    with pytest.raises(ValueError, match="^key: no run is served"):
         store.set_visibility("pmid:1#0", "hidden")
+    with pytest.raises(RuntimeError, match="snapshot root does not exist"):
+        store.set_visibility("pmid:1#0", "hidden", allow_unknown=True)
     assert not (tmp_path / "no").exists()
     assert store.visibility("pmid:1#0") == "visible"
 
@@ -551,6 +554,15 @@ def test_str_arguments_that_are_not_str_raise_value_error_naming_them(store):
         (lambda: search_themes_sync(None, None, QUESTION), "^store: must be an agrag.Store"),
         (lambda: agrag.agent.tools(None), "^store: must be an agrag.Store"),
         (lambda: agrag.agent.tools(store, None, "x"), "^settings: must be a dict or another mapping, got str"),
+        (lambda: store.set_visibility("x", "hidden", allow_unknown="yes"), "^allow_unknown: must be a bool, got str"),
+        (lambda: agrag.open_store("/tmp/a\x00b"), "^root: must not contain a NUL character"),
+        (lambda: agrag.Embedder.minilm("/x\x00y"), "^path: must not contain a NUL character"),
+        (lambda: agrag.open_store("/etc/passwd"), "^root: /etc/passwd is a file"),
+        (lambda: agrag.Scope(b"pmid:1"), "^document_keys: must be a list of str, got bytes"),
+        (lambda: store.visibility(""), "^key: must not be empty"),
+        (lambda: find_by_meaning_sync(store, None, "Stroke", query=""), "^query: must not be empty"),
+        (lambda: find_by_meaning_sync(store, None, "Stroke", query="heart " * 200), "^query: must be at most 1000"),
+        (lambda: find_by_meaning_sync(store, None, "Stroke", keyword="heart " * 200), "^keyword: must be at most 1000"),
     ]:
         with pytest.raises(ValueError, match=field):
             call()
@@ -640,3 +652,108 @@ def test_minilm_without_a_path_reads_the_environment(tmp_path, monkeypatch):
     monkeypatch.setenv("EMBEDDING_MODEL_PATH", str(tmp_path / "elsewhere"))
     with pytest.raises(RuntimeError, match="elsewhere"):
         agrag.Embedder.minilm()
+
+
+def test_a_calls_scope_narrows_the_stores_and_never_widens_it(shipped_root, tmp_path):
+    wide = agrag.open_store(shipped_root)
+    key = search_themes_sync(wide, None, QUESTION).themes[0].passages[0].document_key
+    keys = tmp_path / "keys.txt"
+    keys.write_text(key + "\n")
+    narrow = agrag.open_store(shipped_root, settings={"MCP_SCOPE": str(keys)})
+    for settings in (None, {"MCP_SCOPE": "all"}):
+        answer = search_themes_sync(narrow, None, QUESTION, settings=settings)
+        assert {p.document_key for t in answer.themes for p in t.passages} == {key}, settings
+        tools = agrag.agent.tools(narrow, settings=settings)
+        out = tools.call("search_themes", {"query": QUESTION})
+        got = {p["document_key"] for t in out["structured"]["themes"] for p in t["passages"]}
+        assert got <= {key}, settings
+    assert find_by_meaning_sync(wide, None, "Stroke").total > 1
+    assert find_by_meaning_sync(narrow, None, "Stroke", settings={"MCP_SCOPE": "all"}).total <= 1
+
+
+def test_fetch_evidence_keeps_to_the_scope(shipped_root, tmp_path):
+    wide = agrag.open_store(shipped_root)
+    themes = search_themes_sync(wide, None, QUESTION, support_limit=10).themes
+    passages = [p for t in themes for p in t.passages]
+    inside = passages[0]
+    outside = next(p for p in passages if p.document_key != inside.document_key)
+    keys = tmp_path / "keys.txt"
+    keys.write_text(inside.document_key + "\n")
+    narrow = agrag.open_store(shipped_root, settings={"MCP_SCOPE": str(keys)})
+    got = fetch_evidence_sync(narrow, [inside.evidence_id, outside.evidence_id])
+    assert [e.status for e in got] == ["found", "unknown"]
+    assert got[1].text is None and got[1].document_key is None
+    by_scope = fetch_evidence_sync(wide, [outside.evidence_id], agrag.Scope([inside.document_key]))
+    assert by_scope[0].status == "unknown"
+    assert asyncio.run(fetch_evidence(wide, [outside.evidence_id]))[0].status == "found"
+
+
+def test_visibility_answers_the_state_queries_apply(root_copy):
+    store = agrag.open_store(root_copy)
+    passage = search_themes_sync(store, None, QUESTION).themes[0].passages[0]
+    store.set_visibility(passage.document_key, "hidden", target="document")
+    assert store.visibility(passage.evidence_id) == "hidden"
+    assert fetch_evidence_sync(store, [passage.evidence_id])[0].visibility == "hidden"
+
+
+def test_scopes_are_sets_and_embedders_compare_by_identity():
+    assert agrag.Scope(["b", "a", "a"]) == agrag.Scope(["a", "b"])
+    assert hash(agrag.Scope({"a", "b"})) == hash(agrag.Scope(["b", "a"]))
+    assert agrag.Scope(["b", "a"]).document_keys == ["a", "b"]
+    assert agrag.Embedder.hash() == agrag.Embedder.hash(384)
+    assert len({agrag.Embedder.hash(), agrag.Embedder.hash()}) == 1
+    assert agrag.Embedder.hash(8) != agrag.Embedder.hash(16)
+
+
+def test_timeouts_at_the_extremes_are_usable(store, shipped_root):
+    assert search_themes_sync(store, None, QUESTION, timeout=1e300).status is agrag.Status.OK
+    tiny = search_themes_sync(store, None, QUESTION, timeout=1e-10)
+    assert [f.leg for f in tiny.failures] == ["timeout"]
+    with pytest.raises(ValueError, match="^timeout: must be a positive number of seconds, got -1e300"):
+        search_themes_sync(store, None, QUESTION, timeout=-1e300)
+    timed = agrag.open_store(
+        shipped_root, settings={"MCP_TIMEOUT": datetime.timedelta(microseconds=1)}
+    )
+    assert [f.leg for f in search_themes_sync(timed, None, QUESTION).failures] == ["timeout"]
+
+
+def test_a_huge_latest_gives_a_short_error(root_copy):
+    (root_copy / "LATEST").write_text("a" * 1_000_000)
+    with pytest.raises(agrag.IndexCorruptError) as e:
+        agrag.open_store(root_copy)
+    assert len(str(e.value)) < 1000
+
+
+def test_reading_a_vector_stores_hits_is_within_the_deadline_and_interruptible(store):
+    import time
+
+    class SlowIndex:
+        def __index__(self):
+            time.sleep(1.5)
+            return 0
+
+    class Interrupting:
+        def __index__(self):
+            raise KeyboardInterrupt
+
+    start = time.monotonic()
+    answer = search_themes_sync(
+        store, None, QUESTION, vector_store=ListStore([(SlowIndex(), 0.5)]), timeout=0.2
+    )
+    assert time.monotonic() - start < 1.0
+    assert [f.leg for f in answer.failures] == ["timeout"]
+    for timeout in (None, 60):
+        with pytest.raises(KeyboardInterrupt):
+            search_themes_sync(
+                store, None, QUESTION, vector_store=ListStore([(Interrupting(), 0.5)]), timeout=timeout
+            )
+
+
+def test_agent_tools_take_any_mapping_and_numpy_numbers(store):
+    import types
+
+    tools = agrag.agent.tools(store)
+    args = types.MappingProxyType({"query": QUESTION, "limit": np.int64(2)})
+    out = tools.call("search_themes", args)
+    assert not out["is_error"], out
+    assert len(out["structured"]["themes"]) == 2

@@ -95,9 +95,13 @@ impl Layout {
         };
         let id = s.trim();
         if !is_valid_run_id(id) {
+            // Quote at most 64 characters: a LATEST overwritten by a large file must not make
+            // an error message of its size.
+            let shown: String = id.chars().take(64).collect();
+            let more = if shown.len() < id.len() { "…" } else { "" };
             return Err(EngineError::corrupt(
                 &path,
-                format!("{id:?} is not a run id"),
+                format!("{shown:?}{more} is not a run id"),
             ));
         }
         Ok(Some(id.to_owned()))

@@ -77,3 +77,27 @@ pub(crate) fn fetch(view: &View, ids: &[String]) -> Vec<Evidence> {
         })
         .collect()
 }
+
+/// `ev` as a caller limited to `scope` may see it: evidence of a document outside the scope is
+/// answered [`EvidenceStatus::Unknown`], with nothing about it (as if the run did not hold it),
+/// so a scope cannot be escaped by asking for ids directly.
+pub fn within_scope(ev: Vec<Evidence>, scope: &super::Scope) -> Vec<Evidence> {
+    let super::Scope::Documents(keys) = scope else {
+        return ev;
+    };
+    let keys: std::collections::HashSet<&str> = keys.iter().map(String::as_str).collect();
+    ev.into_iter()
+        .map(|e| match &e.document_key {
+            Some(k) if !keys.contains(k.as_str()) => Evidence {
+                evidence_id: e.evidence_id,
+                status: EvidenceStatus::Unknown,
+                visibility: None,
+                document_key: None,
+                title: None,
+                location: None,
+                text: None,
+            },
+            _ => e,
+        })
+        .collect()
+}

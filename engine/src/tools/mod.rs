@@ -45,7 +45,6 @@ pub use settings::{EmbeddingSettings, Settings};
 
 use crate::engine::{Engine, EngineConfig, QueryInput, ThemeRequest};
 use crate::error::{EngineError, Result};
-use crate::query::Scope;
 use crate::query::concept::{ConceptAnswer, ConceptRequest};
 use crate::query::evidence::{Evidence, EvidenceStatus};
 use crate::query::theme::{Status, ThemeAnswer};
@@ -307,23 +306,7 @@ impl ToolBox {
     /// Evidence of documents outside the configured scope answers `unknown`, exactly as an
     /// id the run does not hold (nothing about it is revealed).
     fn within_scope(&self, ev: Vec<Evidence>) -> Vec<Evidence> {
-        let Scope::Documents(keys) = &self.settings.scope else {
-            return ev;
-        };
-        ev.into_iter()
-            .map(|e| match &e.document_key {
-                Some(k) if !keys.contains(k) => Evidence {
-                    evidence_id: e.evidence_id,
-                    status: EvidenceStatus::Unknown,
-                    visibility: None,
-                    document_key: None,
-                    title: None,
-                    location: None,
-                    text: None,
-                },
-                _ => e,
-            })
-            .collect()
+        crate::query::evidence::within_scope(ev, &self.settings.scope)
     }
 }
 

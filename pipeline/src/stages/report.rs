@@ -110,6 +110,7 @@ pub(crate) fn report(
         .zip(&assigned)
         .map(|(r, a)| {
             let mut v: Vec<u32> = r.iter().take(recipe.passages).copied().collect();
+            // `v` is the short ranked prefix (`recipe.passages` rows), so `contains` is cheap.
             v.extend(a.iter().filter(|p| !v.contains(p)).collect::<Vec<_>>());
             v
         })
@@ -146,8 +147,11 @@ pub(crate) fn report(
         // `reports.parquet` stores what was embedded; a passage whose vector is one of the
         // community's is a source of its embedding, like a quoted one (`report_sources`).
         r.full_content = texts.join("\n\n");
+        // A set, not `Vec::contains`: a large community's assigned passages run to thousands.
+        let mut quoted: std::collections::HashSet<u32> =
+            r.quoted_passages.iter().copied().collect();
         for &p in best {
-            if !r.quoted_passages.contains(&p) {
+            if quoted.insert(p) {
                 r.quoted_passages.push(p);
             }
         }
