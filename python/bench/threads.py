@@ -1,7 +1,7 @@
 """How the Python API scales over threads and what a call costs over Rust (a benchmark, not a
 test).
 
-    python python/bench/threads.py --root .agrag [--queries 300] [--rounds 5]
+    python python/bench/threads.py --root .agrag [--queries 900] [--rounds 9]
 
 Queries are the titles of the shipped abstracts (data/pubmedqa/documents.jsonl). Prints:
 - the batch's wall time through ``search_themes_sync`` on 1 thread and on 2 threads (each a
@@ -38,8 +38,8 @@ def percentile(values, q):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--root", default=os.environ.get("AGRAG_ROOT", ".agrag"))
-    ap.add_argument("--queries", type=int, default=300)
-    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--queries", type=int, default=900)
+    ap.add_argument("--rounds", type=int, default=9)
     args = ap.parse_args()
 
     with open(REPO / "data" / "pubmedqa" / "documents.jsonl") as f:
