@@ -74,14 +74,20 @@ impl Manifest {
         let sum_path = dir.join(MANIFEST_CHECKSUM_FILE);
         match std::fs::read_to_string(&sum_path) {
             Ok(want) => {
+                let want = want.trim();
+                // A checksum file that holds no checksum is the damaged file, not the manifest.
+                if want.len() != 64 || !want.bytes().all(|b| b.is_ascii_hexdigit()) {
+                    let shown: String = want.chars().take(64).collect();
+                    return Err(EngineError::corrupt(
+                        &sum_path,
+                        format!("holds {shown:?}, not a BLAKE3 checksum (64 hex digits)"),
+                    ));
+                }
                 let found = blake3::hash(&bytes).to_hex();
-                if found.as_str() != want.trim() {
+                if found.as_str() != want {
                     return Err(EngineError::corrupt(
                         &path,
-                        format!(
-                            "checksum is {found}, {MANIFEST_CHECKSUM_FILE} says {:?}",
-                            want.trim()
-                        ),
+                        format!("checksum is {found}, {MANIFEST_CHECKSUM_FILE} says {want:?}"),
                     ));
                 }
             }

@@ -241,6 +241,11 @@ fn damaged_files_are_refused_and_the_previous_run_keeps_serving() {
     // Without its checksum file an edited manifest could not be told from a good one.
     let r = refused_with_previous_kept("manifest.blake3", |p| std::fs::remove_file(p).unwrap());
     assert!(r.starts_with("missing, so manifest.json"), "{r}");
+    // A checksum file emptied or overwritten is named, not the manifest it guards.
+    let r = refused_with_previous_kept("manifest.blake3", |p| std::fs::write(p, "").unwrap());
+    assert!(r.starts_with("holds \"\", not a BLAKE3 checksum"), "{r}");
+    let r = refused_with_previous_kept("manifest.blake3", |p| std::fs::write(p, "zz\n").unwrap());
+    assert!(r.starts_with("holds \"zz\", not a BLAKE3 checksum"), "{r}");
 }
 
 #[test]
