@@ -252,13 +252,23 @@ fn number_in(
     Ok(x)
 }
 
+/// The seconds of a `datetime.timedelta` (anything with `total_seconds()`), or None for
+/// anything else.
+fn timedelta_seconds(v: &Bound<'_, PyAny>) -> PyResult<Option<f64>> {
+    if v.hasattr("total_seconds")? {
+        v.call_method0("total_seconds")?.extract().map(Some)
+    } else {
+        Ok(None)
+    }
+}
+
 /// `timeout` as a duration: `None`, a positive number of seconds, or a `datetime.timedelta`.
 fn timeout_arg(timeout: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Duration>> {
     let Some(t) = timeout.filter(|t| !t.is_none()) else {
         return Ok(None);
     };
-    let seconds: f64 = if t.hasattr("total_seconds")? {
-        t.call_method0("total_seconds")?.extract()?
+    let seconds: f64 = if let Some(s) = timedelta_seconds(t)? {
+        s
     } else if t.is_instance_of::<pyo3::types::PyBool>() {
         return Err(value_error(
             "timeout",
@@ -374,9 +384,13 @@ fn settings_values(
             ));
         }
         let field = format!("settings[{key:?}]");
-        let value = if key == "MCP_TIMEOUT" && v.hasattr("total_seconds")? {
-            // A `timedelta`, as the `timeout` argument takes it.
-            let seconds: f64 = v.call_method0("total_seconds")?.extract()?;
+        // `MCP_TIMEOUT` may be a `timedelta`, as the `timeout` argument.
+        let seconds = if key == "MCP_TIMEOUT" {
+            timedelta_seconds(&v)?
+        } else {
+            None
+        };
+        let value = if let Some(seconds) = seconds {
             seconds.to_string()
         } else if v.is_instance_of::<PyString>() {
             str_arg(&field, &v)?
@@ -528,25 +542,24 @@ impl Store {
             .map_err(|e: EngineError| py_error(&e))?;
         let target = target_arg(target)?;
         let reason = opt_str_arg("reason", reason)?;
-        if !allow_unknown && self.engine.run_id().is_none() {
-            return Err(value_error(
-                "key",
-                format!(
-                    "no run is served under {}, so {key:?} cannot be checked; pass \
-                     allow_unknown=True to store the flag for a later run",
-                    self.engine.root().display()
-                ),
-            ));
-        }
-        if !allow_unknown && let Some(run_id) = self.engine.served_run_lacking(target, &key) {
-            return Err(value_error(
-                "key",
-                format!(
-                    "the served run {run_id} has no {} {key:?}; check the id, or pass \
-                     allow_unknown=True to store the flag for a later run",
+        if !allow_unknown {
+            let why = match self.engine.served_run_lacking(target, &key) {
+                Some(run_id) => Some(format!(
+                    "the served run {run_id} has no {} {key:?}; check the id, or pass",
                     target.as_str()
-                ),
-            ));
+                )),
+                None if self.engine.run_id().is_none() => Some(format!(
+                    "no run is served under {}, so {key:?} cannot be checked; pass",
+                    self.engine.root().display()
+                )),
+                None => None,
+            };
+            if let Some(why) = why {
+                return Err(value_error(
+                    "key",
+                    format!("{why} allow_unknown=True to store the flag for a later run"),
+                ));
+            }
         }
         py.detach(|| {
             self.engine

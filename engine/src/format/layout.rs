@@ -95,13 +95,9 @@ impl Layout {
         };
         let id = s.trim();
         if !is_valid_run_id(id) {
-            // Quote at most 64 characters: a LATEST overwritten by a large file must not make
-            // an error message of its size.
-            let shown: String = id.chars().take(64).collect();
-            let more = if shown.len() < id.len() { "…" } else { "" };
             return Err(EngineError::corrupt(
                 &path,
-                format!("{shown:?}{more} is not a run id"),
+                format!("{} is not a run id", super::quoted_excerpt(id)),
             ));
         }
         Ok(Some(id.to_owned()))

@@ -77,10 +77,12 @@ impl Manifest {
                 let want = want.trim();
                 // A checksum file that holds no checksum is the damaged file, not the manifest.
                 if want.len() != 64 || !want.bytes().all(|b| b.is_ascii_hexdigit()) {
-                    let shown: String = want.chars().take(64).collect();
                     return Err(EngineError::corrupt(
                         &sum_path,
-                        format!("holds {shown:?}, not a BLAKE3 checksum (64 hex digits)"),
+                        format!(
+                            "holds {}, not a BLAKE3 checksum (64 hex digits)",
+                            super::quoted_excerpt(want)
+                        ),
                     ));
                 }
                 let found = blake3::hash(&bytes).to_hex();

@@ -97,3 +97,12 @@ pub fn verify_run(dir: &Path, manifest: &Manifest, level: Verify) -> Result<()> 
     }
     Ok(())
 }
+
+/// A file's content as an error message quotes it: at most 64 characters, debug-quoted, with
+/// `…` when cut, so that a control file overwritten by a large one does not make an error
+/// message of its size.
+pub(crate) fn quoted_excerpt(text: &str) -> String {
+    let shown: String = text.chars().take(64).collect();
+    let more = if shown.len() < text.len() { "…" } else { "" };
+    format!("{shown:?}{more}")
+}

@@ -37,19 +37,27 @@ pub struct Evidence {
     pub text: Option<String>,
 }
 
+impl Evidence {
+    /// The answer for an id that names nothing the caller may know of: status `unknown`,
+    /// every other field empty.
+    pub fn unknown(evidence_id: String) -> Self {
+        Self {
+            evidence_id,
+            status: EvidenceStatus::Unknown,
+            visibility: None,
+            document_key: None,
+            title: None,
+            location: None,
+            text: None,
+        }
+    }
+}
+
 /// Answers each id in order.
 pub(crate) fn fetch(view: &View, ids: &[String]) -> Vec<Evidence> {
     ids.iter()
         .map(|id| {
-            let unknown = Evidence {
-                evidence_id: id.clone(),
-                status: EvidenceStatus::Unknown,
-                visibility: None,
-                document_key: None,
-                title: None,
-                location: None,
-                text: None,
-            };
+            let unknown = Evidence::unknown(id.clone());
             let Some(snap) = view.snapshot() else {
                 return unknown;
             };
@@ -88,15 +96,7 @@ pub fn within_scope(ev: Vec<Evidence>, scope: &super::Scope) -> Vec<Evidence> {
     let keys: std::collections::HashSet<&str> = keys.iter().map(String::as_str).collect();
     ev.into_iter()
         .map(|e| match &e.document_key {
-            Some(k) if !keys.contains(k.as_str()) => Evidence {
-                evidence_id: e.evidence_id,
-                status: EvidenceStatus::Unknown,
-                visibility: None,
-                document_key: None,
-                title: None,
-                location: None,
-                text: None,
-            },
+            Some(k) if !keys.contains(k.as_str()) => Evidence::unknown(e.evidence_id),
             _ => e,
         })
         .collect()

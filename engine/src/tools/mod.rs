@@ -275,7 +275,9 @@ impl ToolBox {
             }
             Checked::FetchEvidence { ids } => match self.engine.fetch_evidence(ids) {
                 Ok(ev) => {
-                    let ev = self.within_scope(ev);
+                    // Evidence of documents outside the configured scope answers `unknown`,
+                    // exactly as an id the run does not hold (nothing about it is revealed).
+                    let ev = crate::query::evidence::within_scope(ev, &self.settings.scope);
                     ToolOutput {
                         tool,
                         text: render_evidence(&ev),
@@ -301,12 +303,6 @@ impl ToolBox {
             );
         }
         value
-    }
-
-    /// Evidence of documents outside the configured scope answers `unknown`, exactly as an
-    /// id the run does not hold (nothing about it is revealed).
-    fn within_scope(&self, ev: Vec<Evidence>) -> Vec<Evidence> {
-        crate::query::evidence::within_scope(ev, &self.settings.scope)
     }
 }
 
