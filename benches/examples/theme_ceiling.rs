@@ -45,6 +45,7 @@ fn main() {
         community_vectors: CommunityVectors::default(),
         progress: false,
         allow_empty: false,
+        full: false,
     };
     run(&cfg).expect("pipeline run");
     let snap = Snapshot::open_latest(root.path()).expect("open the run");

@@ -26,7 +26,10 @@ use agrag_engine::format::{FORMAT_VERSION, META_FORMAT_VERSION, META_RUN_ID, new
 
 use crate::error::{PipelineError, Result};
 use crate::graph::read_edge_list;
-use crate::leiden::{DetectionStats, Hierarchy, LeidenConfig, hierarchical_leiden};
+use crate::leiden::{
+    DetectionStats, Hierarchy, HierarchyWarmStart, LeidenConfig, hierarchical_leiden,
+    hierarchical_leiden_warm,
+};
 
 /// Where a run's communities come from (step 4 of [`crate::run`]).
 #[derive(Debug, Clone, Copy)]
@@ -54,7 +57,8 @@ pub struct Detected {
     pub modularity: f64,
 }
 
-/// Step 4 of a run: the hierarchy of `graph`, detected under `config` or read from `source`.
+/// Step 4 of a run: the hierarchy of `graph`, detected under `config` (warm-started from
+/// `warm` when given, see [`hierarchical_leiden_warm`]) or read from `source`.
 ///
 /// # Errors
 /// Those of [`hierarchical_leiden`], or of [`crate::membership::read_membership`].
@@ -62,9 +66,10 @@ pub fn detect_communities(
     graph: &crate::graph::Graph,
     source: CommunitySource<'_>,
     config: &LeidenConfig,
+    warm: Option<&HierarchyWarmStart>,
 ) -> Result<Detected> {
     let hierarchy = match source {
-        CommunitySource::Detect => hierarchical_leiden(graph, config)?,
+        CommunitySource::Detect => hierarchical_leiden_warm(graph, config, warm)?,
         CommunitySource::Membership { path, entity_keys } => {
             crate::membership::read_membership(path, graph, entity_keys, config)?
         }

@@ -17,6 +17,7 @@ pub mod error;
 pub mod graph;
 pub mod ingest;
 pub mod leiden;
+pub mod lineage;
 pub mod link;
 pub mod lock;
 pub mod membership;

@@ -5,7 +5,8 @@
 
 use agrag_engine::embed::EmbedderIdentity;
 use agrag_engine::format::tables::{
-    CommunityRow, DocumentFields, EntityRow, MembershipRow, ReportRow, ReportVectors,
+    CommunityRow, DocumentFields, EntityRow, LineageColumns, MembershipRow, ReportRow,
+    ReportVectors,
 };
 use agrag_engine::format::{Layout, Manifest, RunColumns, RunLookups, write_run_columns};
 
@@ -44,8 +45,12 @@ pub struct RunTables<'a> {
     pub entity_degree: Vec<f64>,
     /// Edges `(a, b, w)`, `a < b`, sorted.
     pub edges: &'a [(u32, u32, f64)],
-    /// Detection result.
+    /// Detection result, its communities in ascending order of `community_ids`.
     pub hierarchy: &'a Hierarchy,
+    /// Public id of each community, strictly ascending (by hierarchy id).
+    pub community_ids: Vec<u32>,
+    /// The lineage table and the manifest's lineage fields.
+    pub lineage: LineageColumns,
     /// One report per community, in community order.
     pub reports: &'a [Report],
     /// The vectors of the communities (one or more each, see
@@ -176,6 +181,8 @@ pub fn publish(
                 is_leaf: c.is_leaf,
             })
             .collect(),
+        community_ids: tables.community_ids,
+        lineage: Some(tables.lineage),
         membership: tables
             .hierarchy
             .membership()

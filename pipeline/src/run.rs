@@ -16,6 +16,7 @@ use crate::ingest::{ColumnNames, DocumentsFormat};
 use crate::leiden::LeidenConfig;
 use crate::link::LinkConfig;
 use crate::report::{CommunityVectors, ReportWriter};
+use crate::stages::detect::Parent;
 use crate::stages::graph::{GivenEdges, GraphStats};
 use crate::stages::ingest::{IndexInputs, IngestStats, Ingested};
 use crate::stages::link::LinkStats;
@@ -60,6 +61,9 @@ pub struct RunConfig {
     /// [`PipelineError::NothingToPublish`], since it would replace a good run with one that
     /// answers nothing (the usual cause is a vocabulary whose terms the documents never use).
     pub allow_empty: bool,
+    /// Detect from nothing (`--full`) instead of warm-starting from the communities of the
+    /// run `LATEST` names ([`crate::lineage`]). Community ids are carried over either way.
+    pub full: bool,
 }
 
 impl std::fmt::Debug for RunConfig {
@@ -75,6 +79,7 @@ impl std::fmt::Debug for RunConfig {
             .field("report_writer", &self.report_writer.name())
             .field("community_vectors", &self.community_vectors)
             .field("allow_empty", &self.allow_empty)
+            .field("full", &self.full)
             .finish()
     }
 }
@@ -141,6 +146,14 @@ pub struct RunSummary {
     pub embedder: String,
     /// Detection statistics.
     pub detection: crate::leiden::DetectionStats,
+    /// The run whose communities this one continues (`LATEST` when the run started).
+    pub parent_run_id: Option<String>,
+    /// Whether detection started from the parent's communities (not with `--full`, nor
+    /// without a parent, nor with a membership table).
+    pub warm_start: bool,
+    /// Rows of the `community_lineage` table per event (`same`, `grew`, `shrank`, `split`,
+    /// `merged`, `new`, `dissolved`).
+    pub lineage: BTreeMap<&'static str, usize>,
     /// Wall seconds per phase.
     pub seconds: BTreeMap<String, f64>,
 }
@@ -154,6 +167,9 @@ struct StageStats<'a> {
     link: &'a LinkStats,
     graph: &'a GraphStats,
     detected: &'a Detected,
+    lineage: &'a agrag_engine::format::tables::LineageColumns,
+    lineage_counts: &'a BTreeMap<&'static str, usize>,
+    warm_start: bool,
 }
 
 impl RunSummary {
@@ -172,6 +188,7 @@ impl RunSummary {
             link,
             graph,
             detected,
+            ..
         } = *stages;
         let stats = &detected.hierarchy.stats;
         RunSummary {
@@ -194,6 +211,9 @@ impl RunSummary {
             largest_leaf: stats.largest_leaf,
             embedder: cfg.embedder.identity().model.clone(),
             detection: stats.clone(),
+            parent_run_id: stages.lineage.parent_run_id.clone(),
+            warm_start: stages.warm_start,
+            lineage: stages.lineage_counts.clone(),
             seconds,
         }
     }
@@ -273,6 +293,7 @@ fn run_in_pool(cfg: &RunConfig, sources: &Sources) -> Result<RunSummary> {
         }),
         &mut phases,
     )?;
+    let parent = Parent::read(&layout);
     let detected = stages::detect::detect(
         cfg,
         sources,
@@ -280,8 +301,10 @@ fn run_in_pool(cfg: &RunConfig, sources: &Sources) -> Result<RunSummary> {
         csr,
         &linked,
         corpus.documents.len(),
+        &parent,
         &mut phases,
     )?;
+    drop(parent);
     let reported = stages::report::report(
         cfg,
         &detected.detected.hierarchy,
@@ -305,6 +328,9 @@ fn run_in_pool(cfg: &RunConfig, sources: &Sources) -> Result<RunSummary> {
             link: &linked.stats,
             graph: &graph.stats,
             detected: &detected.detected,
+            lineage: &detected.lineage,
+            lineage_counts: &detected.lineage_counts,
+            warm_start: detected.warm_start,
         },
         phases.seconds().clone(),
     );

@@ -27,6 +27,14 @@
 //! f32 GEMM rate (2048², `--threads` threads, through the `gemm` crate MiniLM runs on),
 //! measured before the first run and after the last.
 //!
+//! Delta (`--delta`): for each of `--sizes`, a run on the corpus, then the night's change
+//! (1 % documents added, 0.5 % edited, 0.5 % deleted; generated deterministically and cached
+//! beside the corpus) run twice from copies of that root: with `--full` (detection from
+//! nothing) and warm (the default, detection from the parent's communities). Prints wall
+//! seconds, modularity, the share of communities per level that kept their predecessor's id
+//! with Jaccard ≥ 0.9, the lineage events, and the targets: warm wall ≤ 25 % of the full
+//! run's, ≥ 90 % of ids kept at every level, modularity within 0.005 of the full run.
+//!
 //! Targets (the issue of the nightly job at a million documents): 10⁶ documents with the
 //! built-in embedder in ≤ 5 min and ≤ 4 GB peak RSS; 10⁵ in ≤ 30 s and ≤ 1 GB; MiniLM's
 //! document embedding at ≥ 50 % of the GEMM rate. GB here is 10⁹ bytes.
@@ -102,6 +110,10 @@ struct Cli {
     /// Do not echo the pipeline's log lines.
     #[arg(long)]
     quiet: bool,
+    /// Measure an incremental night instead (see "Delta" in the binary's docs), at each of
+    /// `--sizes` with the built-in embedder.
+    #[arg(long)]
+    delta: bool,
 }
 
 /// One run of the pipeline and what was measured.
@@ -335,15 +347,44 @@ fn run_one(
     embedder: &'static str,
     n: u64,
 ) -> anyhow::Result<RunResult> {
+    let root = temp_root(cli)?;
+    let mut result = run_in(cli, pipeline, corpus, embedder, n, root.path(), &[])?;
+    (result.disk_bytes, result.largest_files) = disk_usage(root.path());
+    result.tables = manifest_tables(root.path());
+    drop(root);
+    if embedder == "minilm" && result.is_ok() {
+        match minilm_figures(corpus, &result) {
+            Ok(m) => result.minilm = Some(m),
+            Err(e) => eprintln!("MiniLM figures of {n} documents: {e:#}"),
+        }
+    }
+    Ok(result)
+}
+
+/// A temporary snapshot root under `--work-dir`.
+fn temp_root(cli: &Cli) -> anyhow::Result<tempfile::TempDir> {
     let work = cli.work_dir.clone().unwrap_or_else(std::env::temp_dir);
-    let root = tempfile::Builder::new()
+    tempfile::Builder::new()
         .prefix("nightly-bench-")
         .tempdir_in(&work)
-        .with_context(|| format!("a temporary root in {}", work.display()))?;
+        .with_context(|| format!("a temporary root in {}", work.display()))
+}
+
+/// One watched `agrag-pipeline run` on `root` (which may hold earlier runs), with `extra`
+/// arguments.
+fn run_in(
+    cli: &Cli,
+    pipeline: &Path,
+    corpus: &Path,
+    embedder: &'static str,
+    n: u64,
+    root: &Path,
+    extra: &[&str],
+) -> anyhow::Result<RunResult> {
     let mut cmd = Command::new(pipeline);
     cmd.arg("run")
         .arg("--root")
-        .arg(root.path())
+        .arg(root)
         .arg("--documents")
         .arg(corpus)
         .arg("--vocabulary")
@@ -351,6 +392,7 @@ fn run_one(
         .arg("--threads")
         .arg(cli.threads.to_string())
         .arg("--json")
+        .args(extra)
         .env("EMBEDDING_PROVIDER", embedder)
         .env("RUST_LOG", "warn,agrag_pipeline=info")
         .env_remove("AGRAG_ROOT");
@@ -360,7 +402,7 @@ fn run_one(
         poll: Duration::from_millis(20),
         max_wall: Duration::from_secs(cli.timeout_s),
     };
-    let label = format!("{embedder} {n}");
+    let label = format!("{embedder} {n}{}", extra.join(" "));
     let quiet = cli.quiet;
     eprintln!(
         "running {label}: {} (load {})",
@@ -405,15 +447,6 @@ fn run_one(
                 }
             }
             result.watched = Some(w);
-        }
-    }
-    (result.disk_bytes, result.largest_files) = disk_usage(root.path());
-    result.tables = manifest_tables(root.path());
-    drop(root);
-    if embedder == "minilm" && result.is_ok() {
-        match minilm_figures(corpus, &result) {
-            Ok(m) => result.minilm = Some(m),
-            Err(e) => eprintln!("MiniLM figures of {n} documents: {e:#}"),
         }
     }
     Ok(result)
@@ -686,6 +719,9 @@ fn run(cli: &Cli) -> anyhow::Result<()> {
             pipeline.display()
         );
     }
+    if cli.delta {
+        return run_delta(cli, &pipeline);
+    }
     let mut minilm_sizes = Vec::new();
     for s in &cli.minilm_sizes {
         if s != "none" {
@@ -731,6 +767,189 @@ fn run(cli: &Cli) -> anyhow::Result<()> {
     }
     print_minilm(&runs, &gemm);
     print_targets(&runs, &gemm);
+    Ok(())
+}
+
+/// The night's change of the base corpus of `n` documents: document `i` is deleted when
+/// `i % 200 == 7` (0.5 %), edited when `i % 200 == 99` (0.5 %: the generator's document `i`
+/// under another seed, kept under its key), and documents `n .. n + n/100` are added (1 %).
+/// Cached beside the base corpus.
+fn delta_corpus(cli: &Cli, n: u64) -> anyhow::Result<PathBuf> {
+    let dir = cli.corpora.clone().unwrap_or_else(home_cache);
+    let path = dir.join(format!(
+        "pubmedqa-mesh-n{n}-seed{}-g{GENERATOR_VERSION}-delta.jsonl",
+        cli.seed
+    ));
+    if path.exists() {
+        return Ok(path);
+    }
+    let documents = cli
+        .documents
+        .clone()
+        .unwrap_or_else(|| workspace().join("data/pubmedqa/documents.jsonl"));
+    let g = CorpusGenerator::new(&documents, &vocabulary(cli), GenConfig::default())
+        .context("reading the generator's sources")?;
+    eprintln!("generating {}", path.display());
+    let tmp = path.with_extension("jsonl.partial");
+    let mut out =
+        BufWriter::new(File::create(&tmp).with_context(|| format!("creating {}", tmp.display()))?);
+    for i in 0..n + n / 100 {
+        let doc = match i % 200 {
+            _ if i >= n => g.document(i, cli.seed),
+            7 => continue,
+            99 => {
+                let mut d = g.document(i, cli.seed ^ 0x5EED_ED17);
+                d.document_key = format!("syn{i:09}");
+                d
+            }
+            _ => g.document(i, cli.seed),
+        };
+        serde_json::to_writer(&mut out, &doc)?;
+        std::io::Write::write_all(&mut out, b"\n")?;
+    }
+    std::io::Write::flush(&mut out)?;
+    drop(out);
+    std::fs::rename(&tmp, &path).with_context(|| format!("renaming {}", tmp.display()))?;
+    Ok(path)
+}
+
+/// Per level of the run `LATEST` names under `root`: `(communities, communities that kept
+/// their predecessor's id with Jaccard ≥ 0.9)`, from `community_lineage.parquet`.
+fn kept_ids(root: &Path) -> anyhow::Result<BTreeMap<u32, (usize, usize)>> {
+    use agrag_engine::format::reader::read_parquet;
+    use agrag_engine::format::schema::community_lineage as cl;
+    use arrow_array::Array;
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::{Float64Type, UInt32Type};
+    let id = std::fs::read_to_string(root.join("LATEST"))?;
+    let path = root.join("runs").join(id.trim()).join(cl::FILE);
+    let b = read_parquet(&path, &cl::schema(), None)?;
+    let col = |name: &str| b.column_by_name(name).expect("schema checked");
+    let ids = col(cl::COMMUNITY_ID).as_primitive::<UInt32Type>().clone();
+    let levels = col(cl::LEVEL).as_primitive::<UInt32Type>().clone();
+    let events = col(cl::EVENT).as_string::<i32>().clone();
+    let pred = col(cl::PREDECESSOR).as_primitive::<UInt32Type>().clone();
+    let jac = col(cl::JACCARD).as_primitive::<Float64Type>().clone();
+    let mut out: BTreeMap<u32, (usize, usize)> = BTreeMap::new();
+    for i in 0..b.num_rows() {
+        if events.value(i) == "dissolved" {
+            continue;
+        }
+        let e = out.entry(levels.value(i)).or_default();
+        e.0 += 1;
+        let kept = pred.is_valid(i) && pred.value(i) == ids.value(i) && jac.value(i) >= 0.9;
+        e.1 += usize::from(kept);
+    }
+    Ok(out)
+}
+
+/// Copies the folder `from` into `to` (created), recursively.
+fn copy_dir(from: &Path, to: &Path) -> anyhow::Result<()> {
+    std::fs::create_dir_all(to)?;
+    for e in std::fs::read_dir(from)? {
+        let e = e?;
+        let dest = to.join(e.file_name());
+        if e.file_type()?.is_dir() {
+            copy_dir(&e.path(), &dest)?;
+        } else {
+            std::fs::copy(e.path(), &dest)?;
+        }
+    }
+    Ok(())
+}
+
+/// `--delta`: per size, the base corpus's run, then the night's change (see [`delta_corpus`])
+/// run from a copy of that root twice, with `--full` first and then warm (the default).
+fn run_delta(cli: &Cli, pipeline: &Path) -> anyhow::Result<()> {
+    let mut generator = None;
+    println!(
+        "## nightly-bench --delta (built-in embedder, {} threads, seed {})",
+        cli.threads, cli.seed
+    );
+    println!();
+    println!(
+        "| documents | run | wall s | modularity | communities | kept id, J ≥ 0.9 (per level) | lineage |"
+    );
+    println!("|---:|---|---:|---:|---:|---|---|");
+    let mut verdicts = Vec::new();
+    for &n in &cli.sizes {
+        let base = corpus_path(cli, &mut generator, n)?;
+        let delta = delta_corpus(cli, n)?;
+        let warm_root = temp_root(cli)?;
+        let first = run_in(cli, pipeline, &base, "hash", n, warm_root.path(), &[])?;
+        if let Some(f) = &first.failure {
+            bail!("the base run of {n} documents failed: {f}");
+        }
+        let full_root = temp_root(cli)?;
+        copy_dir(warm_root.path(), full_root.path())?;
+        let full = run_in(
+            cli,
+            pipeline,
+            &delta,
+            "hash",
+            n,
+            full_root.path(),
+            &["--full"],
+        )?;
+        let warm = run_in(cli, pipeline, &delta, "hash", n, warm_root.path(), &[])?;
+        let row = |label: &str,
+                   r: &RunResult,
+                   root: &Path|
+         -> anyhow::Result<(f64, f64, Vec<f64>)> {
+            if let Some(f) = &r.failure {
+                bail!("{label} run of {n} documents failed: {f}");
+            }
+            let s = r.summary.as_ref().expect("a successful run has a summary");
+            let wall: f64 = s["seconds"]
+                .as_object()
+                .map_or(0.0, |o| o.values().filter_map(|v| v.as_f64()).sum());
+            let wall = r.watched.as_ref().map_or(wall, |w| w.wall_seconds);
+            let modularity = s["modularity"].as_f64().unwrap_or(f64::NAN);
+            let kept = if label == "base" {
+                BTreeMap::new()
+            } else {
+                kept_ids(root)?
+            };
+            let shares: Vec<f64> = kept
+                .values()
+                .map(|&(c, k)| k as f64 / c.max(1) as f64)
+                .collect();
+            let per_level = kept
+                .iter()
+                .map(|(l, (c, k))| format!("L{l} {k}/{c} ({:.3})", *k as f64 / (*c).max(1) as f64))
+                .collect::<Vec<_>>()
+                .join(", ");
+            println!(
+                "| {n} | {label} | {wall:.1} | {modularity:.4} | {} | {} | {} |",
+                s["communities_per_level"]
+                    .as_array()
+                    .map_or(0, |a| a.iter().filter_map(|v| v.as_u64()).sum::<u64>()),
+                if per_level.is_empty() {
+                    "–".into()
+                } else {
+                    per_level
+                },
+                s["lineage"]
+            );
+            Ok((wall, modularity, shares))
+        };
+        row("base", &first, warm_root.path())?;
+        let (full_wall, full_q, full_kept) = row("delta --full", &full, full_root.path())?;
+        let (warm_wall, warm_q, warm_kept) = row("delta warm", &warm, warm_root.path())?;
+        let min_kept = warm_kept.iter().copied().fold(f64::INFINITY, f64::min);
+        let full_min = full_kept.iter().copied().fold(f64::INFINITY, f64::min);
+        verdicts.push(format!(
+            "- {n} documents: warm wall {warm_wall:.1} s = {:.0} % of the full run's {full_wall:.1} s (target ≤ 25 %: {}); ids kept with J ≥ 0.9 at every level ≥ {min_kept:.3} (target ≥ 0.90: {}; a full re-run keeps ≥ {full_min:.3}); modularity {warm_q:.4} vs {full_q:.4} (target within 0.005: {})",
+            100.0 * warm_wall / full_wall,
+            if warm_wall <= 0.25 * full_wall { "met" } else { "not met" },
+            if min_kept >= 0.9 { "met" } else { "not met" },
+            if (warm_q - full_q).abs() <= 0.005 { "met" } else { "not met" },
+        ));
+    }
+    println!();
+    for v in verdicts {
+        println!("{v}");
+    }
     Ok(())
 }
 

@@ -360,6 +360,7 @@ fn measure(
             community_vectors: recipe,
             progress: false,
             allow_empty: false,
+            full: false,
         };
         let summary = run(&cfg).expect("pipeline run");
         let communities: usize = summary.communities_per_level.iter().sum();

@@ -91,6 +91,18 @@ fn documented(table: &str, dim: usize) -> Vec<(&'static str, DataType)> {
             ("passage_id", Str),
         ],
         "report_sources" => vec![("community_id", UInt32), ("passage_id", Str)],
+        "community_lineage" => vec![
+            ("community_id", UInt32),
+            ("level", UInt32),
+            ("event", Str),
+            ("predecessor", UInt32),
+            ("jaccard", Float64),
+            ("predecessors", list(UInt32)),
+            ("successor", UInt32),
+            ("size", UInt32),
+            ("previous_size", UInt32),
+            ("fingerprint", Str),
+        ],
         "concept_postings" => vec![
             ("node_field", Str),
             ("concept_id", Str),

@@ -42,6 +42,14 @@ pub struct Manifest {
     /// (the field is then absent from `manifest.json`, and such manifests still parse).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub oversized_leaves: Option<u64>,
+    /// The run whose communities this run's continue (see the `community_lineage` table);
+    /// absent for a root's first run and for runs written before lineage was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent_run_id: Option<String>,
+    /// Smallest community id that no run on this root has used (the next new community's
+    /// id); absent for runs written before it was recorded, whose ids are their row numbers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_community_id: Option<u32>,
     /// Every file of the run except the manifest itself, sorted by name.
     pub files: Vec<FileEntry>,
 }

@@ -13,6 +13,7 @@
 pub mod layout;
 pub mod manifest;
 pub mod normalize;
+pub mod previous;
 pub mod reader;
 pub mod schema;
 pub mod tables;

@@ -273,7 +273,12 @@ pub mod communities {
     use super::*;
     /// File name inside the run folder.
     pub const FILE: &str = "communities.parquet";
-    /// Community id (uint32, dense from 0, unique across levels); also the `theme_id`.
+    /// Public community id (uint32, unique across levels, strictly ascending row to row); also
+    /// the `theme_id` of answers. It survives across the runs of one snapshot root: a
+    /// community inherits the id of the previous run's community it continues (see
+    /// [`community_lineage`]), and a new community gets an id never used on the root before.
+    /// A root's first run numbers its communities 0, 1, 2, … by level, parent and smallest
+    /// member.
     pub const COMMUNITY_ID: &str = "community_id";
     /// Level (uint32): 0 is the coarsest, deeper is finer.
     pub const LEVEL: &str = "level";
@@ -291,6 +296,72 @@ pub mod communities {
             Field::new(PARENT, DataType::UInt32, true),
             u32f(SIZE),
             Field::new(IS_LEAF, DataType::Boolean, false),
+        ]))
+    }
+}
+
+/// `community_lineage.parquet`: how the run's communities continue those of its parent run
+/// (the manifest's `parent_run_id`), sorted by `community_id`, then `event`. One row per
+/// community of the run, and one per community of the parent run whose id the run no longer
+/// uses (`dissolved`); a run without a parent has only `new` rows.
+///
+/// A community *continues* a parent's community of the same level, and inherits its id, when
+/// the Jaccard similarity of their member sets (entities by concept id) is above
+/// [`MIN_JACCARD`](community_lineage::MIN_JACCARD); above one half the match is one-to-one by
+/// itself (two disjoint sets cannot both share more than half of their union with a third).
+pub mod community_lineage {
+    use super::*;
+    /// File name inside the run folder.
+    pub const FILE: &str = "community_lineage.parquet";
+    /// Smallest Jaccard similarity (exclusive) for a community to inherit an id.
+    pub const MIN_JACCARD: f64 = 0.5;
+    /// Community id (uint32): the run's community, or for `dissolved` the parent's.
+    pub const COMMUNITY_ID: &str = "community_id";
+    /// Level of that community (uint32).
+    pub const LEVEL: &str = "level";
+    /// What happened (utf8): `same` (identical member set, id inherited), `grew` / `shrank`
+    /// (id inherited, more / fewer members; equal sizes with other members count as `grew`),
+    /// `split` (a parent's community spread over several of the run's, each holding at least
+    /// half of its own members from it: the one that inherits the id and the others),
+    /// `merged` (holds at least half of each of two or more parent communities), `new` (no
+    /// predecessor), `dissolved` (a parent's id the run no longer uses).
+    pub const EVENT: &str = "event";
+    /// The parent community whose id it inherited, or for a community without one the parent
+    /// community it shares most members with (uint32, null for `new` and `dissolved`).
+    pub const PREDECESSOR: &str = "predecessor";
+    /// Jaccard similarity with `predecessor` (float64, null when `predecessor` is).
+    pub const JACCARD: &str = "jaccard";
+    /// Every predecessor: parent communities of the same level that hold at least half of
+    /// this one's members or of which this one holds at least half, ascending (list<uint32>).
+    pub const PREDECESSORS: &str = "predecessors";
+    /// For `dissolved`: the run's community holding most of its members (uint32, null when
+    /// none of them is left or for other events).
+    pub const SUCCESSOR: &str = "successor";
+    /// Members now (uint32, null for `dissolved`).
+    pub const SIZE: &str = "size";
+    /// Members of `predecessor` (or of the dissolved community) in the parent run (uint32,
+    /// null when there is none).
+    pub const PREVIOUS_SIZE: &str = "previous_size";
+    /// BLAKE3 (hex) of the sorted concept ids of the members, each followed by a newline:
+    /// equal fingerprints, equal member sets (utf8; for `dissolved`, the parent's).
+    pub const FINGERPRINT: &str = "fingerprint";
+    /// The table's schema.
+    pub fn schema() -> SchemaRef {
+        Arc::new(Schema::new(vec![
+            u32f(COMMUNITY_ID),
+            u32f(LEVEL),
+            utf8(EVENT),
+            Field::new(PREDECESSOR, DataType::UInt32, true),
+            Field::new(JACCARD, DataType::Float64, true),
+            Field::new(
+                PREDECESSORS,
+                DataType::List(Arc::new(Field::new("item", DataType::UInt32, false))),
+                false,
+            ),
+            Field::new(SUCCESSOR, DataType::UInt32, true),
+            Field::new(SIZE, DataType::UInt32, true),
+            Field::new(PREVIOUS_SIZE, DataType::UInt32, true),
+            utf8(FINGERPRINT),
         ]))
     }
 }

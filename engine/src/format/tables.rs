@@ -14,9 +14,9 @@ use arrow_array::{
 use super::layout::Layout;
 use super::manifest::Manifest;
 use super::schema::{
-    communities, concept_edges, concept_evidence, concept_postings, concepts, document_concepts,
-    document_embeddings, documents, entities, membership, mentions, passages, relationships,
-    report_embeddings, report_ivf, report_sources, reports,
+    communities, community_lineage, concept_edges, concept_evidence, concept_postings, concepts,
+    document_concepts, document_embeddings, documents, entities, membership, mentions, passages,
+    relationships, report_embeddings, report_ivf, report_sources, reports,
 };
 use super::writer::RunWriter;
 use crate::embed::EmbedderIdentity;
@@ -87,6 +87,44 @@ pub struct CommunityRow {
     pub is_leaf: bool,
 }
 
+/// One row of [`community_lineage`]: how a community of the run continues its parent run's
+/// communities, or a parent's community the run no longer has. Ids here are public ids
+/// (the run's [`RunColumns::community_ids`], the parent's `community_id`s).
+#[derive(Debug, Clone, PartialEq)]
+pub struct LineageRow {
+    /// The run's community, or for `dissolved` the parent's.
+    pub community_id: u32,
+    /// Its level.
+    pub level: u32,
+    /// One of `same`, `grew`, `shrank`, `split`, `merged`, `new`, `dissolved`.
+    pub event: &'static str,
+    /// The inherited (or main) predecessor and the Jaccard similarity with it.
+    pub predecessor: Option<(u32, f64)>,
+    /// Every predecessor, ascending.
+    pub predecessors: Vec<u32>,
+    /// For `dissolved`: the run's community holding most of its members.
+    pub successor: Option<u32>,
+    /// Members now (`None` for `dissolved`).
+    pub size: Option<u32>,
+    /// Members of the predecessor (or of the dissolved community) in the parent run.
+    pub previous_size: Option<u32>,
+    /// BLAKE3 hex of the sorted member concept ids, each followed by `\n`.
+    pub fingerprint: String,
+}
+
+/// What a run records of its parent and its communities' lineage
+/// ([`community_lineage`] and the manifest's `parent_run_id` / `next_community_id`).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct LineageColumns {
+    /// The run the communities continue (`None` for a root's first run, or `--full` without
+    /// a readable parent).
+    pub parent_run_id: Option<String>,
+    /// Smallest community id no run on this root has used, after this run.
+    pub next_community_id: u32,
+    /// Rows, any order (written sorted by community id, then event).
+    pub rows: Vec<LineageRow>,
+}
+
 /// One membership row.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct MembershipRow {
@@ -142,8 +180,14 @@ pub struct RunData {
     pub mentions: Vec<(u32, String, u32)>,
     /// Edges `(source, target, weight)` with `source < target`, sorted.
     pub relationships: Vec<(u32, u32, f64)>,
-    /// Communities; id = index.
+    /// Communities. Everywhere else in these columns a community is its row index here.
     pub communities: Vec<CommunityRow>,
+    /// The public id of each community row, strictly ascending, written wherever a community
+    /// is named; empty: the row index itself.
+    pub community_ids: Vec<u32>,
+    /// The lineage table and the manifest's lineage fields; `None`: no lineage table (runs
+    /// written by tests and benches).
+    pub lineage: Option<LineageColumns>,
     /// Membership rows, sorted by level then entity.
     pub membership: Vec<MembershipRow>,
     /// One report per community.
@@ -363,8 +407,14 @@ pub struct RunColumns<'a> {
     pub mentions: Vec<(u32, u32, u32)>,
     /// Edges `(source, target, weight)` with `source < target`, sorted.
     pub relationships: &'a [(u32, u32, f64)],
-    /// Communities; id = index.
+    /// Communities. Everywhere else in these columns a community is its row index here.
     pub communities: Vec<CommunityRow>,
+    /// The public id of each community row, strictly ascending, written wherever a community
+    /// is named; empty: the row index itself.
+    pub community_ids: Vec<u32>,
+    /// The lineage table and the manifest's lineage fields; `None`: no lineage table (runs
+    /// written by tests and benches).
+    pub lineage: Option<LineageColumns>,
     /// Membership rows, sorted by level then entity.
     pub membership: Vec<MembershipRow>,
     /// One report per community.
@@ -508,6 +558,13 @@ fn check(cols: &RunColumns<'_>, dim: usize) -> Result<()> {
         ));
     }
     let n = cols.communities.len();
+    let ids = &cols.community_ids;
+    if !ids.is_empty() && (ids.len() != n || ids.windows(2).any(|w| w[0] >= w[1])) {
+        return Err(inconsistent(format!(
+            "{} community ids for {n} communities, or not strictly ascending",
+            ids.len()
+        )));
+    }
     let re = &cols.report_embeddings;
     let vectors = if re.communities.is_empty() {
         n
@@ -595,12 +652,22 @@ pub fn write_run_columns<'a>(
         mut mentions,
         relationships: rel,
         communities: cs,
+        community_ids,
+        lineage,
         membership: rows,
         reports: r,
         mut report_sources,
         report_embeddings: re,
         document_embeddings,
     } = cols;
+    // The public id of community row `c`.
+    let cid = |c: u32| -> u32 {
+        if community_ids.is_empty() {
+            c
+        } else {
+            community_ids[c as usize]
+        }
+    };
     let mut w = RunWriter::create(layout, run_id)?;
     let nd = l.num_documents();
     let schema = documents::schema();
@@ -799,9 +866,9 @@ pub fn write_run_columns<'a>(
     let b = batch(
         communities::schema(),
         vec![
-            u32s(0..cs.len() as u32),
+            u32s((0..cs.len() as u32).map(cid)),
             u32s(cs.iter().map(|c| c.level)),
-            Arc::new(UInt32Array::from_iter(cs.iter().map(|c| c.parent))),
+            Arc::new(UInt32Array::from_iter(cs.iter().map(|c| c.parent.map(cid)))),
             u32s(cs.iter().map(|c| c.size)),
             Arc::new(BooleanArray::from_iter(cs.iter().map(|c| Some(c.is_leaf)))),
         ],
@@ -819,8 +886,10 @@ pub fn write_run_columns<'a>(
                 strings(rows.iter().map(|_| run_id)),
                 u32s(rows.iter().map(|r| r.level)),
                 u32s(rows.iter().map(|r| r.entity)),
-                u32s(rows.iter().map(|r| r.community)),
-                Arc::new(UInt32Array::from_iter(rows.iter().map(|r| r.parent))),
+                u32s(rows.iter().map(|r| cid(r.community))),
+                Arc::new(UInt32Array::from_iter(
+                    rows.iter().map(|r| r.parent.map(cid)),
+                )),
                 Arc::new(BooleanArray::from_iter(
                     rows.iter().map(|r| Some(r.is_leaf)),
                 )),
@@ -836,7 +905,7 @@ pub fn write_run_columns<'a>(
         chunked(&schema, r.len(), |range| {
             let rs = &r[range.clone()];
             Ok(vec![
-                u32s(range.start as u32..range.end as u32),
+                u32s((range.start as u32..range.end as u32).map(cid)),
                 u32s(rs.iter().map(|x| x.level)),
                 strings(rs.iter().map(|x| x.title.as_str())),
                 strings(rs.iter().map(|x| x.summary.as_str())),
@@ -858,7 +927,7 @@ pub fn write_run_columns<'a>(
         chunked(&schema, report_sources.len(), |range| {
             let rows = &report_sources[range];
             Ok(vec![
-                u32s(rows.iter().map(|r| r.0)),
+                u32s(rows.iter().map(|r| cid(r.0))),
                 passage_ids(l, rows.iter().map(|r| r.1)),
             ])
         }),
@@ -867,9 +936,9 @@ pub fn write_run_columns<'a>(
     drop(prank);
 
     let vector_communities: Vec<u32> = if re.communities.is_empty() {
-        (0..cs.len() as u32).collect()
+        (0..cs.len() as u32).map(cid).collect()
     } else {
-        re.communities
+        re.communities.into_iter().map(cid).collect()
     };
     let list = vector_array(re.values, dim)?;
     let b = batch(
@@ -964,7 +1033,50 @@ pub fn write_run_columns<'a>(
     )?;
     w.register_dir(crate::text::TEXT_INDEX_DIR)?;
 
+    if let Some(lineage) = lineage {
+        write_lineage(&mut w, &lineage)?;
+        w.set_lineage(lineage.parent_run_id, lineage.next_community_id);
+    }
+
     w.finish(parameters, embedder.clone(), input_fingerprint, stats)
+}
+
+/// Writes [`community_lineage`], sorted by community id, then event.
+fn write_lineage(w: &mut RunWriter, lineage: &LineageColumns) -> Result<()> {
+    let mut rows: Vec<&LineageRow> = lineage.rows.iter().collect();
+    rows.sort_by(|a, b| (a.community_id, a.event).cmp(&(b.community_id, b.event)));
+    let mut predecessors =
+        ListBuilder::new(arrow_array::builder::UInt32Builder::new()).with_field(Arc::new(
+            arrow_schema::Field::new("item", arrow_schema::DataType::UInt32, false),
+        ));
+    for r in &rows {
+        predecessors.values().append_slice(&r.predecessors);
+        predecessors.append(true);
+    }
+    let b = batch(
+        community_lineage::schema(),
+        vec![
+            u32s(rows.iter().map(|r| r.community_id)),
+            u32s(rows.iter().map(|r| r.level)),
+            strings(rows.iter().map(|r| r.event)),
+            Arc::new(UInt32Array::from_iter(
+                rows.iter().map(|r| r.predecessor.map(|p| p.0)),
+            )),
+            Arc::new(Float64Array::from_iter(
+                rows.iter().map(|r| r.predecessor.map(|p| p.1)),
+            )),
+            Arc::new(predecessors.finish()),
+            Arc::new(UInt32Array::from_iter(rows.iter().map(|r| r.successor))),
+            Arc::new(UInt32Array::from_iter(rows.iter().map(|r| r.size))),
+            Arc::new(UInt32Array::from_iter(rows.iter().map(|r| r.previous_size))),
+            strings(rows.iter().map(|r| r.fingerprint.as_str())),
+        ],
+    )?;
+    w.write_parquet(
+        community_lineage::FILE,
+        &b,
+        &[community_lineage::COMMUNITY_ID, community_lineage::EVENT],
+    )
 }
 
 /// The ids of passage rows `ps`, formatted by [`push_passage_id`] into one reused buffer.
@@ -1155,6 +1267,8 @@ pub fn write_run<'a>(
         mentions,
         relationships: &data.relationships,
         communities: data.communities.clone(),
+        community_ids: Vec::new(),
+        lineage: None,
         membership: data.membership.clone(),
         reports: data.reports.clone(),
         report_sources,

@@ -36,6 +36,8 @@ pub struct RunWriter {
     staging: PathBuf,
     files: Vec<FileEntry>,
     finished: bool,
+    /// The manifest's `parent_run_id` and `next_community_id`.
+    lineage: Option<(Option<String>, u32)>,
 }
 
 /// A `Write` that hashes and counts what goes through it.
@@ -80,6 +82,7 @@ impl RunWriter {
             staging,
             files: Vec::new(),
             finished: false,
+            lineage: None,
         })
     }
 
@@ -274,6 +277,12 @@ impl RunWriter {
         sync_dir(&dir)
     }
 
+    /// Records the run's parent and the smallest community id no run on the root has used
+    /// (the manifest's `parent_run_id` and `next_community_id`).
+    pub fn set_lineage(&mut self, parent_run_id: Option<String>, next_community_id: u32) {
+        self.lineage = Some((parent_run_id, next_community_id));
+    }
+
     /// Writes the manifest, syncs, and renames the staging folder to `runs/<run_id>/`. The run
     /// is then complete but not yet served: call [`Layout::write_latest`] to publish it.
     /// [`Manifest::oversized_leaves`] is taken from `stats["oversized_leaves"]` (an unsigned
@@ -300,6 +309,8 @@ impl RunWriter {
             oversized_leaves: stats
                 .get("oversized_leaves")
                 .and_then(serde_json::Value::as_u64),
+            parent_run_id: self.lineage.as_ref().and_then(|l| l.0.clone()),
+            next_community_id: self.lineage.as_ref().map(|l| l.1),
             stats,
             files,
         };

@@ -338,14 +338,14 @@ fn given_window(
 ) -> std::result::Result<Vec<(u32, f32)>, String> {
     let n = snap.num_communities();
     let mut best: HashMap<u32, f32> = HashMap::with_capacity(given.len());
-    for (i, &(c, s)) in given.iter().enumerate() {
-        if c as usize >= n {
+    for (i, &(id, s)) in given.iter().enumerate() {
+        let Some(c) = snap.community_row(id) else {
             return Err(format!(
-                "hit {i} names community {c}, but the run has communities 0..{n}"
+                "hit {i} names community {id}, which is not one of the run's {n} communities"
             ));
-        }
+        };
         if !s.is_finite() {
-            return Err(format!("hit {i} (community {c}) has score {s}"));
+            return Err(format!("hit {i} (community {id}) has score {s}"));
         }
         let e = best.entry(c).or_insert(s);
         *e = e.max(s);
@@ -445,7 +445,7 @@ pub(crate) fn search(
         });
         passages.truncate(support_limit);
         themes.push(Theme {
-            theme_id: c,
+            theme_id: snap.community_ids[c as usize],
             level: snap.community_level[c as usize],
             score,
             entities: named

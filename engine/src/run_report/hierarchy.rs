@@ -20,11 +20,14 @@ pub(crate) const TOP_MEMBERS: usize = 5;
 /// Marks "no community at this level" in [`Membership::community_at`]'s table.
 const NONE: u32 = u32::MAX;
 
-/// Every community of the run; index = `community_id`.
+/// Every community of the run, by row of `communities.parquet` (the index everywhere in the
+/// report; `ids` gives the public `community_id` of a row).
 pub(crate) struct Hierarchy {
+    /// Public `community_id` of each row, strictly ascending.
+    pub ids: Vec<u32>,
     /// Level of each community (0 = coarsest).
     pub level: Vec<u32>,
-    /// Parent of each community (`None` at level 0).
+    /// Parent row of each community (`None` at level 0).
     pub parent: Vec<Option<u32>>,
     /// Number of member entities of each community.
     pub size: Vec<u32>,
@@ -42,8 +45,8 @@ impl Hierarchy {
     /// Reads `communities.parquet` of the run in `dir`.
     ///
     /// # Errors
-    /// As [`Table::open`]; [`EngineError::Corrupt`] when ids are not dense from 0 in order, a
-    /// parent is out of range or not one level up, or a level-0 community has a parent.
+    /// As [`Table::open`]; [`EngineError::Corrupt`] when ids are not strictly ascending, a
+    /// parent is not a community one level up, or a level-0 community has a parent.
     pub(crate) fn read(dir: &Path, run_id: &str, progress: &Progress) -> Result<Self> {
         let full = communities::schema();
         let wanted = projection(
@@ -57,6 +60,7 @@ impl Hierarchy {
             ],
         );
         let mut h = Self {
+            ids: Vec::new(),
             level: Vec::new(),
             parent: Vec::new(),
             size: Vec::new(),
@@ -74,15 +78,16 @@ impl Hierarchy {
             let leaf = column_no_nulls::<BooleanArray>(b, communities::IS_LEAF, path)?;
             for i in 0..b.num_rows() {
                 let row = h.level.len();
-                if id.value(i) as usize != row {
+                if h.ids.last().is_some_and(|&last| last >= id.value(i)) {
                     return Err(EngineError::corrupt(
                         path,
                         format!(
-                            "row {row}: community_id {} (ids must be dense from 0, in order)",
+                            "row {row}: community_id {} (ids must be strictly ascending)",
                             id.value(i)
                         ),
                     ));
                 }
+                h.ids.push(id.value(i));
                 h.level.push(level.value(i));
                 h.parent.push(parent.is_valid(i).then(|| parent.value(i)));
                 h.size.push(size.value(i));
@@ -103,8 +108,10 @@ impl Hierarchy {
                         format!("row {c}: community {c} of level {level} has no parent"),
                     ));
                 }
-                Some(p) if (p as usize) < n && h.level[p as usize] + 1 == level => {
-                    h.children[p as usize].push(c as u32);
+                Some(p) if h.row_of(p).is_some_and(|r| h.level[r] + 1 == level) => {
+                    let r = h.row_of(p).unwrap_or_default();
+                    h.parent[c] = Some(r as u32);
+                    h.children[r].push(c as u32);
                 }
                 Some(p) => {
                     return Err(EngineError::corrupt(
@@ -118,6 +125,11 @@ impl Hierarchy {
             h.num_levels = h.num_levels.max(level as usize + 1);
         }
         Ok(h)
+    }
+
+    /// The row of the community with public id `id`.
+    pub(crate) fn row_of(&self, id: u32) -> Option<usize> {
+        self.ids.binary_search(&id).ok()
     }
 
     /// Number of communities.
@@ -228,11 +240,15 @@ impl Membership {
                         "entity {e} is not in entities.parquet ({num_entities} entities)"
                     )));
                 }
-                if c as usize >= hierarchy.len() || hierarchy.level[c as usize] != l {
+                let Some(c) = hierarchy
+                    .row_of(c)
+                    .filter(|&r| hierarchy.level[r] == l)
+                    .map(|r| r as u32)
+                else {
                     return Err(bad(format!(
                         "community {c} is not a community of level {l} in communities.parquet"
                     )));
-                }
+                };
                 let slot = &mut out.path[l as usize][e as usize];
                 if *slot != NONE {
                     return Err(bad(format!("entity {e} is listed twice at level {l}")));

@@ -542,17 +542,17 @@ pub fn build(root: &Path, options: &Options) -> Result<Report> {
         .iter()
         .filter_map(|c| c.community_id)
     {
-        if let Some(w) = wanted.get_mut(c as usize) {
+        if let Some(w) = h.row_of(c).and_then(|r| wanted.get_mut(r)) {
             *w = true;
         }
     }
     progress.step("reading reports.parquet");
-    let texts = reports::read(&dir, &run_id, &wanted, &progress)?;
+    let texts = reports::read(&dir, &run_id, &h.ids, &wanted, &progress)?;
     let title = |c: u32| {
-        texts
-            .get(c as usize)
-            .and_then(Option::as_ref)
-            .map_or_else(|| format!("community {c}"), |t| t.title.clone())
+        texts.get(c as usize).and_then(Option::as_ref).map_or_else(
+            || format!("community {}", h.ids[c as usize]),
+            |t| t.title.clone(),
+        )
     };
     let names = |c: u32| -> Vec<String> {
         members
@@ -634,13 +634,13 @@ pub fn build(root: &Path, options: &Options) -> Result<Report> {
         .map(|&c| {
             let text = texts[c as usize].clone().unwrap_or_default();
             TreemapNode {
-                id: c,
-                parent: h.parent[c as usize],
+                id: h.ids[c as usize],
+                parent: h.parent[c as usize].map(|p| h.ids[p as usize]),
                 level: h.level[c as usize],
                 size: h.size[c as usize],
                 num_children: h.children[c as usize].len() as u32,
                 title: if text.title.is_empty() {
-                    format!("community {c}")
+                    format!("community {}", h.ids[c as usize])
                 } else {
                     text.title
                 },
@@ -655,7 +655,7 @@ pub fn build(root: &Path, options: &Options) -> Result<Report> {
     let mut lineage = lineage;
     for change in &mut lineage.biggest_changes {
         if let Some(c) = change.community_id
-            && let Some(Some(t)) = texts.get(c as usize)
+            && let Some(Some(t)) = h.row_of(c).and_then(|r| texts.get(r))
         {
             change.title = Some(t.title.clone());
         }
@@ -717,7 +717,7 @@ pub fn build(root: &Path, options: &Options) -> Result<Report> {
         largest_communities: largest
             .iter()
             .map(|&c| CommunitySummary {
-                community_id: c,
+                community_id: h.ids[c as usize],
                 level: h.level[c as usize],
                 size: h.size[c as usize],
                 children: h.children[c as usize].len() as u32,

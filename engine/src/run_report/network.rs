@@ -133,7 +133,7 @@ pub(crate) fn drawings(
                 })
                 .collect();
             Network {
-                community_id: c,
+                community_id: h.ids[c as usize],
                 size: h.size[c as usize],
                 title: title(c),
                 internal_relationships: weights.internal_edges[c as usize],

@@ -48,14 +48,16 @@ pub(crate) fn cut(text: &str, max: usize) -> String {
     out
 }
 
-/// Reads the reports of the communities for which `wanted[id]` is true. Returns one entry per
-/// community (`None` where not wanted or where the run has no report).
+/// Reads the reports of the communities for which `wanted[row]` is true, `ids[row]` being the
+/// public id of each community row (ascending). Returns one entry per community row (`None`
+/// where not wanted or where the run has no report).
 ///
 /// # Errors
-/// As [`Table::open`]; [`EngineError::Corrupt`] when a `community_id` is out of range.
+/// As [`Table::open`]; [`EngineError::Corrupt`] when a `community_id` is not a community.
 pub(crate) fn read(
     dir: &Path,
     run_id: &str,
+    ids: &[u32],
     wanted: &[bool],
     progress: &Progress,
 ) -> Result<Vec<Option<ReportText>>> {
@@ -76,16 +78,20 @@ pub(crate) fn read(
         let summary = column_no_nulls::<StringArray>(b, reports::SUMMARY, path)?;
         let findings = column_no_nulls::<ListArray>(b, reports::FINDINGS, path)?;
         for i in 0..b.num_rows() {
-            let c = id.value(i) as usize;
-            if c >= wanted.len() {
+            let Some(c) = ids
+                .binary_search(&id.value(i))
+                .ok()
+                .filter(|&c| c < wanted.len())
+            else {
                 return Err(EngineError::corrupt(
                     path,
                     format!(
-                        "community_id {c} is not in communities.parquet ({} communities)",
+                        "community_id {} is not in communities.parquet ({} communities)",
+                        id.value(i),
                         wanted.len()
                     ),
                 ));
-            }
+            };
             if !wanted[c] {
                 continue;
             }

@@ -160,17 +160,19 @@ pub(crate) fn read_concept_evidence(
 }
 
 /// Reads `report_sources.parquet` of the run in `dir`: the passage rows each community's report
-/// quotes (rows = communities).
+/// quotes (rows = communities, in the order of `community_ids`, the communities' public ids,
+/// ascending).
 ///
 /// # Errors
-/// [`EngineError::Corrupt`] naming the file and row for a community out of range or an
-/// unknown passage; as [`read_parquet`].
+/// [`EngineError::Corrupt`] naming the file and row for an unknown community or passage; as
+/// [`read_parquet`].
 pub(crate) fn read_report_sources(
     dir: &Path,
     run_id: Option<&str>,
-    num_communities: usize,
+    community_ids: &[u32],
     passages: &HashMap<String, u32>,
 ) -> Result<Csr> {
+    let num_communities = community_ids.len();
     let path = dir.join(report_sources::FILE);
     let b = read_parquet(&path, &report_sources::schema(), run_id)?;
     let cs = column_no_nulls::<UInt32Array>(&b, report_sources::COMMUNITY_ID, &path)?;
@@ -178,12 +180,13 @@ pub(crate) fn read_report_sources(
     let mut pairs = Vec::with_capacity(b.num_rows());
     for row in 0..b.num_rows() {
         let c = cs.value(row);
-        if c as usize >= num_communities {
+        let Ok(c) = community_ids.binary_search(&c) else {
             return Err(EngineError::corrupt(
                 &path,
-                format!("row {row}: community_id {c} out of range"),
+                format!("row {row}: community_id {c} is not in communities.parquet"),
             ));
-        }
+        };
+        let c = c as u32;
         let pid = pids.value(row);
         let p = *passages.get(pid).ok_or_else(|| {
             EngineError::corrupt(

@@ -120,6 +120,9 @@ pub struct Snapshot {
     pub entity_degree: Vec<f64>,
     /// Passages mentioning each entity, ascending (rows = entities).
     pub entity_passages: Csr,
+    /// Public id of each community (the `theme_id` of answers), strictly ascending; a
+    /// community is named by its row everywhere else in this struct.
+    pub community_ids: Vec<u32>,
     /// Level of each community.
     pub community_level: Vec<u32>,
     /// Parent of each community.
@@ -313,19 +316,17 @@ impl Snapshot {
         // Communities and membership.
         let path = p(communities::FILE);
         let b = read_parquet(&path, &communities::schema(), run_id)?;
-        let cid =
-            column_no_nulls::<arrow_array::UInt32Array>(&b, communities::COMMUNITY_ID, &path)?;
-        if cid
-            .values()
-            .iter()
-            .enumerate()
-            .any(|(i, &c)| c as usize != i)
-        {
+        let community_ids =
+            column_no_nulls::<arrow_array::UInt32Array>(&b, communities::COMMUNITY_ID, &path)?
+                .values()
+                .to_vec();
+        if let Some(row) = community_ids.windows(2).position(|w| w[0] >= w[1]) {
             return Err(EngineError::corrupt(
                 &path,
-                "community_id must be dense from 0, in order",
+                format!("row {}: community_id must be strictly ascending", row + 1),
             ));
         }
+        let row_of = |c: u32| community_ids.binary_search(&c).ok().map(|r| r as u32);
         let community_level =
             column_no_nulls::<arrow_array::UInt32Array>(&b, communities::LEVEL, &path)?
                 .values()
@@ -335,9 +336,19 @@ impl Snapshot {
             .ok_or_else(|| EngineError::corrupt(&path, "missing column \"parent\""))?
             .as_primitive::<UInt32Type>();
         let community_parent = (0..parent.len())
-            .map(|i| parent.is_valid(i).then(|| parent.value(i)))
-            .collect();
-        let num_communities = cid.len();
+            .map(|i| {
+                if !parent.is_valid(i) {
+                    return Ok(None);
+                }
+                row_of(parent.value(i)).map(Some).ok_or_else(|| {
+                    EngineError::corrupt(
+                        &path,
+                        format!("row {i}: parent {} is not a community", parent.value(i)),
+                    )
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let num_communities = community_ids.len();
         let path = p(membership::FILE);
         let b = read_parquet(&path, &membership::schema(), run_id)?;
         let ment = column_no_nulls::<arrow_array::UInt32Array>(&b, membership::ENTITY_ID, &path)?;
@@ -346,12 +357,12 @@ impl Snapshot {
         let mut pairs = Vec::with_capacity(b.num_rows());
         for row in 0..b.num_rows() {
             let (e, c) = (ment.value(row), mcom.value(row));
-            if e as usize >= num_entities || c as usize >= num_communities {
+            let Some(c) = row_of(c).filter(|_| (e as usize) < num_entities) else {
                 return Err(EngineError::corrupt(
                     &path,
                     format!("row {row}: entity {e} or community {c} out of range"),
                 ));
-            }
+            };
             pairs.push((c, e));
         }
         pairs.sort_unstable();
@@ -364,11 +375,8 @@ impl Snapshot {
             &report_embeddings::schema(dim),
             None,
         )?;
-        let report_offsets = report_offsets(
-            &p(report_embeddings::IPC_FILE),
-            &embeddings,
-            num_communities,
-        )?;
+        let report_offsets =
+            report_offsets(&p(report_embeddings::IPC_FILE), &embeddings, &community_ids)?;
         let document_embeddings = map_embeddings(
             &p(document_embeddings::IPC_FILE),
             &document_embeddings::schema(dim),
@@ -395,7 +403,7 @@ impl Snapshot {
         }
         let text_index = crate::text::TextIndex::open(&p(crate::text::TEXT_INDEX_DIR))?;
         let report_sources = if manifest.file(report_sources::FILE).is_some() {
-            evidence::read_report_sources(dir, run_id, num_communities, &passage_index)?
+            evidence::read_report_sources(dir, run_id, &community_ids, &passage_index)?
         } else {
             Csr::from_pairs(num_communities, &[])
         };
@@ -417,6 +425,7 @@ impl Snapshot {
             entity_concepts,
             entity_degree,
             entity_passages,
+            community_ids,
             community_level,
             community_parent,
             community_members,
@@ -436,6 +445,15 @@ impl Snapshot {
     /// The run id.
     pub fn run_id(&self) -> &str {
         &self.manifest.run_id
+    }
+
+    /// The row of the community whose public id (`community_id`, the `theme_id` of answers)
+    /// is `community_id`, if the run has it.
+    pub fn community_row(&self, community_id: u32) -> Option<u32> {
+        self.community_ids
+            .binary_search(&community_id)
+            .ok()
+            .map(|r| r as u32)
     }
 
     /// Number of communities (themes).
@@ -665,9 +683,11 @@ fn read_ivf(dir: &Path, dim: usize, group_rows: &[u32]) -> Result<IvfIndex> {
 }
 
 /// The row range of each community's vectors in the report-embedding table: its
-/// `community_id` column must be 0, 1, 2, … each one or more times (see
-/// [`report_embeddings`]). Returns `num_communities + 1` offsets.
-fn report_offsets(path: &Path, batch: &RecordBatch, num_communities: usize) -> Result<Vec<u32>> {
+/// `community_id` column must hold the communities' ids in their order (`community_ids`, from
+/// `communities.parquet`), each one or more times (see [`report_embeddings`]). Returns
+/// `num_communities + 1` offsets.
+fn report_offsets(path: &Path, batch: &RecordBatch, community_ids: &[u32]) -> Result<Vec<u32>> {
+    let num_communities = community_ids.len();
     let ids = batch.column(0);
     if ids.null_count() > 0 {
         return Err(EngineError::corrupt(path, "community_id holds nulls"));
@@ -675,13 +695,13 @@ fn report_offsets(path: &Path, batch: &RecordBatch, num_communities: usize) -> R
     let ids = ids.as_primitive::<UInt32Type>().values();
     let mut offsets = Vec::with_capacity(num_communities + 1);
     for (row, &c) in ids.iter().enumerate() {
-        if c as usize == offsets.len() {
+        if community_ids.get(offsets.len()) == Some(&c) {
             offsets.push(row as u32);
-        } else if c as usize + 1 != offsets.len() {
+        } else if offsets.is_empty() || community_ids[offsets.len() - 1] != c {
             return Err(EngineError::corrupt(
                 path,
                 format!(
-                    "row {row}: community {c} out of order (every community 0..{num_communities} has one or more rows, in order)"
+                    "row {row}: community {c} out of order (every community of communities.parquet has one or more rows, in its order)"
                 ),
             ));
         }

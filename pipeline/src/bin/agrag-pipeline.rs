@@ -172,6 +172,10 @@ struct RunArgs {
     /// concept (refused by default: it would replace a good run with one that answers nothing)
     #[arg(long)]
     allow_empty: bool,
+    /// Start detection from nothing instead of from the published run's communities
+    /// (community ids are still carried over where a community continues one)
+    #[arg(long)]
+    full: bool,
     /// Print the summary as JSON
     #[arg(long)]
     json: bool,
@@ -289,6 +293,7 @@ fn run_cmd(a: RunArgs) -> Result<(), (u8, anyhow::Error)> {
         community_vectors: agrag_pipeline::report::CommunityVectors::default(),
         progress: !a.json && std::io::stderr().is_terminal(),
         allow_empty: a.allow_empty,
+        full: a.full,
     };
     let sources = Sources {
         documents_format: a.documents_format.map(|f| match f {

@@ -22,7 +22,7 @@ use serde::Serialize;
 
 use super::aggregate::group_by_label;
 use super::rng::{Purpose, derive};
-use super::{LeidenConfig, quality, run};
+use super::{LeidenConfig, WarmStart, quality, run, run_from};
 use crate::error::Result;
 use crate::graph::Graph;
 
@@ -157,7 +157,11 @@ impl Hierarchy {
 
     /// Number of levels (0 for an empty graph).
     pub fn num_levels(&self) -> usize {
-        self.communities.last().map_or(0, |c| c.level as usize + 1)
+        self.communities
+            .iter()
+            .map(|c| c.level as usize + 1)
+            .max()
+            .unwrap_or(0)
     }
 
     /// The communities of `level`, in id order.
@@ -216,13 +220,118 @@ impl Hierarchy {
 /// # Ok::<(), agrag_pipeline::PipelineError>(())
 /// ```
 pub fn hierarchical_leiden(graph: &Graph, config: &LeidenConfig) -> Result<Hierarchy> {
+    hierarchical_leiden_warm(graph, config, None)
+}
+
+/// A previous hierarchy to warm-start [`hierarchical_leiden_warm`] from, by node of the new
+/// graph.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HierarchyWarmStart {
+    /// `levels[l][v]`: node `v`'s previous community at level `l` (any label, unique across
+    /// levels or not), [`NO_COMMUNITY`] when it had none (a new node, or its previous leaf sat
+    /// above level `l`). Every inner vector has one entry per node.
+    pub levels: Vec<Vec<u32>>,
+    /// Whether each node is on the frontier (see [`super::WarmStart`]), one entry per node.
+    pub frontier: Vec<bool>,
+}
+
+/// The label of a node without a previous community in [`HierarchyWarmStart::levels`].
+pub const NO_COMMUNITY: u32 = u32::MAX;
+
+/// Labels of `nodes` for a warm start: each node's previous label, and a label of its own for
+/// a node without one (`NO_COMMUNITY`); dense from 0.
+fn starting_labels(previous: impl Iterator<Item = u32>) -> Vec<u32> {
+    let mut ids: std::collections::HashMap<u32, u32> = std::collections::HashMap::new();
+    let mut next = 0u32;
+    previous
+        .map(|l| {
+            let label = if l == NO_COMMUNITY {
+                next
+            } else {
+                *ids.entry(l).or_insert(next)
+            };
+            if label == next {
+                next += 1;
+            }
+            label
+        })
+        .collect()
+}
+
+/// The warm start of the Leiden run that splits the community `members` (node ids of the
+/// whole graph) of level `level`: each member's previous community one level down, and the
+/// frontier: members on the global frontier, members without a previous community there, and
+/// members that previously sat in another community of `level` than most of them.
+fn split_warm_start(warm: &HierarchyWarmStart, level: usize, members: &[u32]) -> Option<WarmStart> {
+    let below = warm.levels.get(level + 1)?;
+    let here = &warm.levels[level];
+    let mut counts: std::collections::HashMap<u32, usize> = std::collections::HashMap::new();
+    for &v in members {
+        let l = here[v as usize];
+        if l != NO_COMMUNITY {
+            *counts.entry(l).or_default() += 1;
+        }
+    }
+    // The plurality previous community; ties to the smaller label, for determinism.
+    let main = counts
+        .iter()
+        .max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(a.0)))
+        .map(|(&l, _)| l);
+    let membership = starting_labels(members.iter().map(|&v| below[v as usize]));
+    let frontier = members
+        .iter()
+        .map(|&v| {
+            let v = v as usize;
+            warm.frontier[v] || below[v] == NO_COMMUNITY || Some(here[v]) != main
+        })
+        .collect();
+    Some(WarmStart {
+        membership,
+        frontier,
+    })
+}
+
+/// [`hierarchical_leiden`] warm-started from a previous hierarchy: level 0 starts from the
+/// previous level 0 and the frontier ([`super::WarmStart`], after Sahu 2024,
+/// <https://arxiv.org/abs/2405.11658>), and each split starts from the previous communities
+/// one level down of the community's members. A community whose members, their previous
+/// communities and their edges are unchanged gets its previous children back exactly;
+/// `None` is a cold start, as [`hierarchical_leiden`].
+///
+/// # Errors
+/// [`crate::PipelineError::InvalidConfig`] when `config` fails [`LeidenConfig::validate`] or
+/// a vector of `warm` does not have one entry per node.
+pub fn hierarchical_leiden_warm(
+    graph: &Graph,
+    config: &LeidenConfig,
+    warm: Option<&HierarchyWarmStart>,
+) -> Result<Hierarchy> {
     config.validate()?;
-    let start = Instant::now();
     let n = graph.num_nodes();
+    if let Some(w) = warm
+        && (w.frontier.len() != n || w.levels.iter().any(|l| l.len() != n))
+    {
+        return Err(crate::PipelineError::InvalidConfig {
+            field: "warm_start",
+            value: format!("{} frontier flags", w.frontier.len()),
+            expected: "one previous label per node at each level and one frontier flag per node",
+        });
+    }
+    let warm = warm.filter(|w| !w.levels.is_empty());
+    let start = Instant::now();
     let mut communities: Vec<Community> = Vec::new();
     let mut level_runs: Vec<(usize, usize, f64)> = Vec::new();
     if n > 0 {
-        let top = run(graph, config);
+        let top = match warm {
+            None => run(graph, config),
+            Some(w) => {
+                let start = WarmStart {
+                    membership: starting_labels(w.levels[0].iter().copied()),
+                    frontier: w.frontier.clone(),
+                };
+                run_from(graph, config, Some(&start))
+            }
+        };
         let (offsets, members) = group_by_label(&top.membership, top.num_communities);
         for c in 0..top.num_communities {
             communities.push(Community {
@@ -259,7 +368,10 @@ pub fn hierarchical_leiden(graph: &Graph, config: &LeidenConfig) -> Result<Hiera
                     seed: derive(config.seed, Purpose::SubRun, &[u64::from(id)]),
                     ..config.clone()
                 };
-                let p = run(&sub, &sub_config);
+                let p = match warm.and_then(|w| split_warm_start(w, level as usize, members)) {
+                    Some(start) => run_from(&sub, &sub_config, Some(&start)),
+                    None => run(&sub, &sub_config),
+                };
                 if p.num_communities <= 1 {
                     return (None, p.iterations);
                 }
@@ -439,6 +551,33 @@ fn level_stats(
 mod tests {
     use super::*;
     use crate::leiden::tests::ring_of_cliques;
+
+    #[test]
+    fn a_warm_start_from_its_own_hierarchy_with_no_frontier_gives_it_back() {
+        let g = ring_of_cliques(30, 5);
+        let config = LeidenConfig {
+            max_cluster_size: 6,
+            ..LeidenConfig::default()
+        };
+        let cold = hierarchical_leiden(&g, &config).unwrap();
+        assert_eq!(cold.num_levels(), 2);
+        let mut levels = vec![vec![NO_COMMUNITY; g.num_nodes()]; cold.num_levels()];
+        for r in cold.membership() {
+            // Other labels than the ids: only equality matters.
+            levels[r.level as usize][r.node as usize] = 1000 + r.community;
+        }
+        let warm = HierarchyWarmStart {
+            levels,
+            frontier: vec![false; g.num_nodes()],
+        };
+        let again = hierarchical_leiden_warm(&g, &config, Some(&warm)).unwrap();
+        assert_eq!(again.communities, cold.communities);
+        let short = HierarchyWarmStart {
+            levels: vec![Vec::new()],
+            frontier: Vec::new(),
+        };
+        assert!(hierarchical_leiden_warm(&g, &config, Some(&short)).is_err());
+    }
 
     #[test]
     fn splits_large_communities_recursively() {

@@ -263,15 +263,31 @@ struct Decision {
     may_be_stale: bool,
 }
 
-/// Moves nodes of `level` between communities until no move improves the quality.
-///
-/// `membership` holds labels in `0..n` on entry and on exit (not necessarily dense). The visiting
-/// order is drawn from the stream `(seed, stream)` by [`visit_order`].
+/// [`move_nodes_from`] with every node queued.
+#[cfg(test)]
 pub(crate) fn move_nodes(
     level: Level<'_>,
     membership: &mut [u32],
     seed: u64,
     stream: &[u64],
+) -> MoveOutcome {
+    move_nodes_from(level, membership, seed, stream, None)
+}
+
+/// Moves nodes of `level` between communities until no move improves the quality.
+///
+/// `membership` holds labels in `0..n` on entry and on exit (not necessarily dense). The visiting
+/// order is drawn from the stream `(seed, stream)` by [`visit_order`]. The queue starts with
+/// only the nodes flagged in `queued` (all nodes when `None`): the *frontier* of a warm start
+/// (Sahu 2024, "DF Leiden: Dynamic Frontier Leiden algorithm for fully dynamic networks",
+/// <https://arxiv.org/abs/2405.11658>). A node outside it is still visited once a neighbour
+/// moves, as in any local moving.
+pub(crate) fn move_nodes_from(
+    level: Level<'_>,
+    membership: &mut [u32],
+    seed: u64,
+    stream: &[u64],
+    queued: Option<&[bool]>,
 ) -> MoveOutcome {
     let graph = level.graph;
     let n = graph.num_nodes();
@@ -292,12 +308,21 @@ pub(crate) fn move_nodes(
     let order = visit_order(n, seed, stream);
     // The queue. Atomic so that the neighbors of the moved nodes can be queued in parallel; every
     // store writes `true`, so the outcome does not depend on their order.
-    let active: Vec<AtomicBool> = (0..n).map(|_| AtomicBool::new(true)).collect();
+    let active: Vec<AtomicBool> = match queued {
+        None => (0..n).map(|_| AtomicBool::new(true)).collect(),
+        Some(q) => q.iter().map(|&x| AtomicBool::new(x)).collect(),
+    };
     // A flag per block of `visit_order`, set with the flag of any of its nodes and cleared when
     // the sweep enters the block: late sweeps skip the blocks without a queued node instead of
     // testing their nodes one by one. The same nodes are processed in the same order.
     let block_active: Vec<AtomicBool> = (0..n.div_ceil(ORDER_BLOCK))
-        .map(|_| AtomicBool::new(true))
+        .map(|b| {
+            AtomicBool::new(queued.is_none_or(|q| {
+                q[b * ORDER_BLOCK..((b + 1) * ORDER_BLOCK).min(n)]
+                    .iter()
+                    .any(|&x| x)
+            }))
+        })
         .collect();
     let enqueue = |u: u32| {
         active[u as usize].store(true, Ordering::Relaxed);

@@ -52,13 +52,14 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 pub use hierarchy::{
-    Community, DetectionStats, Hierarchy, LevelStats, MembershipRow, hierarchical_leiden,
+    Community, DetectionStats, Hierarchy, HierarchyWarmStart, LevelStats, MembershipRow,
+    NO_COMMUNITY, hierarchical_leiden, hierarchical_leiden_warm,
 };
 
 use crate::error::{PipelineError, Result};
 use crate::graph::Graph;
 use aggregate::{aggregate, renumber};
-use local_moving::{Level, move_nodes};
+use local_moving::{Level, move_nodes_from};
 
 /// The quality function that detection maximises.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
@@ -298,8 +299,94 @@ pub fn leiden(graph: &Graph, config: &LeidenConfig) -> Result<Partition> {
     Ok(run(graph, config))
 }
 
+/// Where a warm-started run begins: a previous partition of the nodes and the nodes whose
+/// neighbourhood changed since it was computed.
+///
+/// A warm start follows Sahu (2024), "DF Leiden: Dynamic Frontier Leiden algorithm for fully
+/// dynamic networks", <https://arxiv.org/abs/2405.11658>: local moving starts from
+/// `membership` with only the `frontier` queued (a node joins the queue when a neighbour
+/// moves), only communities that gained or lost a node are refined again (the others enter
+/// aggregation whole), and only aggregate nodes made of such communities are queued on the
+/// coarser graphs. With an empty frontier the result is `membership` itself (split into
+/// connected components).
+#[derive(Debug, Clone, PartialEq)]
+pub struct WarmStart {
+    /// Starting community of each node (any `u32` labels; equal labels share a community),
+    /// length `|V|`.
+    pub membership: Vec<u32>,
+    /// Whether each node is on the frontier (new, or its edges changed, or a neighbour of
+    /// such a node), length `|V|`.
+    pub frontier: Vec<bool>,
+}
+
+/// [`leiden`] warm-started from `warm` (see [`WarmStart`]).
+///
+/// # Errors
+/// [`PipelineError::InvalidConfig`] when `config` fails [`LeidenConfig::validate`] or `warm`
+/// does not have one entry per node.
+pub fn leiden_warm(graph: &Graph, config: &LeidenConfig, warm: &WarmStart) -> Result<Partition> {
+    config.validate()?;
+    check_warm(graph, warm)?;
+    Ok(run_from(graph, config, Some(warm)))
+}
+
+/// Refuses a warm start whose vectors are not one entry per node.
+pub(crate) fn check_warm(graph: &Graph, warm: &WarmStart) -> Result<()> {
+    let n = graph.num_nodes();
+    if warm.membership.len() != n || warm.frontier.len() != n {
+        return Err(PipelineError::InvalidConfig {
+            field: "warm_start",
+            value: format!(
+                "{} labels and {} frontier flags",
+                warm.membership.len(),
+                warm.frontier.len()
+            ),
+            expected: "one label and one frontier flag per node",
+        });
+    }
+    Ok(())
+}
+
 /// [`leiden`] on a validated config.
 pub(crate) fn run(graph: &Graph, config: &LeidenConfig) -> Partition {
+    run_from(graph, config, None)
+}
+
+/// Which nodes of `after` are in a community that differs from every community of `before`
+/// (as a member set). Both are partitions of the same nodes with labels `< n`.
+fn changed_nodes(before: &[u32], after: &[u32]) -> Vec<bool> {
+    const MIXED: u32 = u32::MAX;
+    const UNSET: u32 = u32::MAX - 1;
+    let n = before.len();
+    let mut origin = vec![UNSET; n];
+    let mut size_after = vec![0u32; n];
+    let mut size_before = vec![0u32; n];
+    for (&b, &a) in before.iter().zip(after) {
+        size_before[b as usize] += 1;
+        size_after[a as usize] += 1;
+        let o = &mut origin[a as usize];
+        if *o == UNSET {
+            *o = b;
+        } else if *o != b {
+            *o = MIXED;
+        }
+    }
+    let changed: Vec<bool> = (0..n)
+        .map(|a| {
+            let o = origin[a];
+            o == MIXED || (o != UNSET && size_before[o as usize] != size_after[a])
+        })
+        .collect();
+    after.iter().map(|&a| changed[a as usize]).collect()
+}
+
+/// [`leiden`] on a validated config, from singletons or from a warm start whose vectors have
+/// one entry per node.
+pub(crate) fn run_from(
+    graph: &Graph,
+    config: &LeidenConfig,
+    warm: Option<&WarmStart>,
+) -> Partition {
     let n = graph.num_nodes();
     let m = graph.total_weight();
     let (node_weights, lambda): (Cow<'_, [f64]>, f64) = match config.objective {
@@ -318,7 +405,14 @@ pub(crate) fn run(graph: &Graph, config: &LeidenConfig) -> Partition {
         Objective::Modularity if m > 0.0 => 1.0 / m,
         _ => 1.0,
     };
-    let mut membership: Vec<u32> = (0..n as u32).collect();
+    let (mut membership, mut frontier): (Vec<u32>, Option<Vec<bool>>) = match warm {
+        None => ((0..n as u32).collect(), None),
+        Some(w) => {
+            let mut m = w.membership.clone();
+            renumber(&mut m);
+            (m, Some(w.frontier.clone()))
+        }
+    };
     let mut iterations = 0;
     if graph.num_edges() > 0 && n > 0 {
         for it in 0..config.max_iterations {
@@ -327,6 +421,7 @@ pub(crate) fn run(graph: &Graph, config: &LeidenConfig) -> Partition {
                 &node_weights,
                 lambda,
                 membership.clone(),
+                frontier.as_deref(),
                 config,
                 it as u64,
                 scale,
@@ -336,6 +431,10 @@ pub(crate) fn run(graph: &Graph, config: &LeidenConfig) -> Partition {
             // The incremental gain (checked against from-scratch quality by the tests) decides
             // whether to go on; the quality is computed from scratch once, at the end.
             let changed = next != membership;
+            // A warm start's next iteration revisits the communities this one changed.
+            if frontier.is_some() && changed {
+                frontier = Some(changed_nodes(&membership, &next));
+            }
             membership = next;
             if !changed || gain * scale <= config.tolerance {
                 break;
@@ -366,11 +465,17 @@ const AGGREGATE_KEEP_BYTES: usize = 32 << 20;
 /// node) starting from `membership` (labels `< n`); returns the flat membership (labels `< n`)
 /// and the raw-quality gain accumulated by the local moves (the incremental bookkeeping; tests
 /// check it against [`quality::raw_quality`] recomputed from scratch).
+///
+/// With `frontier` (a warm start, see [`WarmStart`]) only the flagged nodes are queued at
+/// first, only communities that gained or lost a node are refined, and on each coarser graph
+/// only the aggregate nodes of those communities are queued.
+#[allow(clippy::too_many_arguments)]
 fn iterate(
     graph: &Graph,
     node_weights: &[f64],
     lambda: f64,
     membership: Vec<u32>,
+    frontier: Option<&[bool]>,
     config: &LeidenConfig,
     iteration: u64,
     quality_scale: f64,
@@ -382,6 +487,8 @@ fn iterate(
     let mut to_current: Option<Vec<u32>> = None;
     let mut gain = 0.0;
     let mut first_half_edges = 0;
+    // Nodes of the current graph queued at the start of local moving (`None`: all).
+    let mut queued: Option<Vec<bool>> = frontier.map(<[bool]>::to_vec);
     for depth in 0u64.. {
         let g = aggregate_graph.as_ref().unwrap_or(graph);
         let level = Level {
@@ -390,9 +497,40 @@ fn iterate(
             lambda,
         };
         let t0 = std::time::Instant::now();
-        let moved = move_nodes(level, &mut p, config.seed, &[iteration, depth]);
+        let before = queued.as_ref().map(|_| p.clone());
+        let moved = move_nodes_from(
+            level,
+            &mut p,
+            config.seed,
+            &[iteration, depth],
+            queued.as_deref(),
+        );
         gain += moved.gain;
+        // Labels (before renumbering) of the communities that gained or lost a node.
+        let touched: Option<Vec<bool>> = before.map(|before| {
+            let mut t = vec![false; g.num_nodes()];
+            for (&b, &a) in before.iter().zip(&p) {
+                if b != a {
+                    t[b as usize] = true;
+                    t[a as usize] = true;
+                }
+            }
+            t
+        });
+        let p_moved = touched.as_ref().map(|_| p.clone());
         let k = renumber(&mut p);
+        // The same, by renumbered label.
+        let changed: Option<Vec<bool>> = touched.map(|t| {
+            let mut c = vec![false; k];
+            for (&old, &new) in p_moved.iter().flatten().zip(&p) {
+                c[new as usize] |= t[old as usize];
+            }
+            c
+        });
+        if changed.as_ref().is_some_and(|c| !c.contains(&true)) {
+            // Nothing moved: no queued node at a coarser level could move either.
+            break;
+        }
         tracing::debug!(
             iteration,
             depth,
@@ -427,7 +565,18 @@ fn iterate(
                     config.seed,
                     &[iteration, depth],
                 );
-                let r_count = renumber(&mut r);
+                let mut r_count = renumber(&mut r);
+                if let Some(changed) = &changed {
+                    // A community that neither gained nor lost a node keeps its refinement:
+                    // it enters aggregation whole.
+                    let base = r_count as u32;
+                    for (rv, &c) in r.iter_mut().zip(&p) {
+                        if !changed[c as usize] {
+                            *rv = base + c;
+                        }
+                    }
+                    r_count = renumber(&mut r);
+                }
                 if r_count == g.num_nodes() {
                     // Nothing merged: aggregate the communities themselves.
                     (p.clone(), k)
@@ -443,6 +592,14 @@ fn iterate(
             next_p[a as usize] = p[v];
             next_weights[a as usize] += weights[v];
         }
+        // A warm start queues, on the coarser graph, the aggregate nodes of changed communities.
+        queued = changed.map(|changed| {
+            let mut q = vec![false; n_next];
+            for (&a, &c) in labels.iter().zip(&p) {
+                q[a as usize] |= changed[c as usize];
+            }
+            q
+        });
         // The next level's state replaces this one's now, so that the latter is freed before
         // the aggregate graph is built.
         p = next_p;
@@ -708,7 +865,8 @@ pub(crate) mod tests {
             for it in 0..3 {
                 let before = quality::raw_quality(&g, &membership, &weights, lambda);
                 let scale = if cpm { 1.0 } else { 1.0 / m };
-                let (next, gain) = iterate(&g, &weights, lambda, membership, &config, it, scale);
+                let (next, gain) =
+                    iterate(&g, &weights, lambda, membership, None, &config, it, scale);
                 let after = quality::raw_quality(&g, &next, &weights, lambda);
                 prop_assert!(gain >= 0.0);
                 let scale = 1.0 + g.total_weight() + before.abs();
@@ -717,6 +875,175 @@ pub(crate) mod tests {
                 membership = next;
             }
         }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: cases(), ..ProptestConfig::default() })]
+
+        /// A warm start's bookkeeping holds too (only part of the nodes queued, unchanged
+        /// communities aggregated whole), and it never ends below the quality it started from.
+        #[test]
+        fn warm_start_gain_is_exact_and_never_lowers_the_quality(
+            g in random_graph(),
+            louvain in any::<bool>(),
+            labels in vec(0u32..8, 50),
+            queued in any::<u64>(),
+            seed in any::<u64>(),
+        ) {
+            let n = g.num_nodes();
+            let m = g.total_weight();
+            prop_assume!(m > 0.0);
+            let weights = g.weighted_degrees().to_vec();
+            let lambda = 1.0 / (2.0 * m);
+            let config = LeidenConfig {
+                algorithm: if louvain { Algorithm::Louvain } else { Algorithm::Leiden },
+                seed,
+                ..LeidenConfig::default()
+            };
+            let mut start: Vec<u32> = labels[..n].to_vec();
+            renumber(&mut start);
+            let frontier: Vec<bool> = (0..n).map(|v| (queued >> (v % 64)) & 1 == 1).collect();
+            let before = quality::raw_quality(&g, &start, &weights, lambda);
+            let (next, gain) =
+                iterate(&g, &weights, lambda, start.clone(), Some(&frontier), &config, 0, 1.0 / m);
+            let after = quality::raw_quality(&g, &next, &weights, lambda);
+            prop_assert!(gain >= 0.0);
+            prop_assert!((after - before - gain).abs() <= 1e-9 * (1.0 + m + before.abs()));
+            let warm = WarmStart { membership: start.clone(), frontier };
+            let p = leiden_warm(&g, &config, &warm).unwrap();
+            let q0 = quality::modularity(&g, &start, 1.0);
+            prop_assert!(p.quality >= q0 - 1e-9, "{} < {}", p.quality, q0);
+            prop_assert!(components::split_disconnected(&g, &mut p.membership.clone()) == p.num_communities);
+        }
+    }
+
+    /// A graph of `k` dense groups of `size` nodes with sparse links between them, drawn
+    /// deterministically from `seed` (a planted partition).
+    fn planted(k: u32, size: u32, seed: u64) -> Vec<(u32, u32, f64)> {
+        let mut x = seed | 1;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let n = k * size;
+        let mut edges = Vec::new();
+        for u in 0..n {
+            for v in u + 1..n {
+                let p = if u / size == v / size { 30 } else { 1 };
+                if next() % 100 < p {
+                    edges.push((u, v, 1.0));
+                }
+            }
+        }
+        edges
+    }
+
+    #[test]
+    fn warm_start_with_an_empty_frontier_returns_its_start() {
+        let g = Graph::from_edges(400, &planted(20, 20, 7)).unwrap();
+        let cold = leiden(&g, &LeidenConfig::default()).unwrap();
+        let warm = WarmStart {
+            membership: cold.membership.clone(),
+            frontier: vec![false; 400],
+        };
+        let again = leiden_warm(&g, &LeidenConfig::default(), &warm).unwrap();
+        assert_eq!(again.membership, cold.membership);
+        assert_eq!(again.quality, cold.quality);
+    }
+
+    #[test]
+    fn warm_start_keeps_the_communities_a_change_does_not_reach() {
+        // Ten cliques in a ring; then an eleventh clique hangs off node 0. Only the new nodes
+        // and node 0 (whose degree changed) are on the frontier.
+        let g = ring_of_cliques(10, 6);
+        let cold = leiden(&g, &LeidenConfig::default()).unwrap();
+        let mut edges: Vec<(u32, u32, f64)> = (0..60u32)
+            .flat_map(|u| g.neighbors(u).map(move |(v, w)| (u, v, w)))
+            .filter(|e| e.0 < e.1)
+            .collect();
+        for i in 60..66u32 {
+            for j in i + 1..66 {
+                edges.push((i, j, 1.0));
+            }
+        }
+        edges.push((0, 60, 1.0));
+        let grown = Graph::from_edges(66, &edges).unwrap();
+        let mut membership = cold.membership.clone();
+        membership.extend(100..106);
+        let mut frontier = vec![false; 66];
+        frontier[0] = true;
+        frontier[60..].fill(true);
+        let warm = WarmStart {
+            membership,
+            frontier,
+        };
+        for threads in [1, 3] {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap();
+            let p = pool
+                .install(|| leiden_warm(&grown, &LeidenConfig::default(), &warm))
+                .unwrap();
+            assert_eq!(&p.membership[..60], &cold.membership[..]);
+            assert!(
+                p.membership[60..].iter().all(|&c| c == 10),
+                "{:?}",
+                p.membership
+            );
+        }
+    }
+
+    #[test]
+    fn warm_start_on_a_changed_graph_is_deterministic_and_close_to_a_cold_run() {
+        let before = planted(25, 40, 3);
+        let cold = leiden(
+            &Graph::from_edges(1000, &before).unwrap(),
+            &LeidenConfig::default(),
+        )
+        .unwrap();
+        // Drop every 50th edge and add a few between groups.
+        let mut after: Vec<(u32, u32, f64)> = before
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| i % 50 != 0)
+            .map(|(_, &e)| e)
+            .collect();
+        after.extend((0..20u32).map(|i| (i * 7, (i * 7 + 333) % 1000, 1.0)));
+        let g = Graph::from_edges(1000, &after).unwrap();
+        let old = Graph::from_edges(1000, &before).unwrap();
+        let frontier: Vec<bool> = (0..1000u32)
+            .map(|v| (g.weighted_degree(v) - old.weighted_degree(v)).abs() > 0.0)
+            .collect();
+        let warm = WarmStart {
+            membership: cold.membership.clone(),
+            frontier,
+        };
+        let runs: Vec<Partition> = [1, 2, 4]
+            .iter()
+            .map(|&t| {
+                rayon::ThreadPoolBuilder::new()
+                    .num_threads(t)
+                    .build()
+                    .unwrap()
+                    .install(|| leiden_warm(&g, &LeidenConfig::default(), &warm).unwrap())
+            })
+            .collect();
+        assert!(runs.windows(2).all(|w| w[0] == w[1]));
+        let fresh = leiden(&g, &LeidenConfig::default()).unwrap();
+        assert!(
+            runs[0].quality >= fresh.quality - 0.005,
+            "warm {} vs cold {}",
+            runs[0].quality,
+            fresh.quality
+        );
+        let kept = changed_nodes(&cold.membership, &runs[0].membership)
+            .iter()
+            .filter(|c| !**c)
+            .count();
+        assert!(kept >= 900, "{kept} of 1000 nodes kept their community");
     }
 
     #[test]

@@ -1,9 +1,16 @@
 //! Stage 4, detect: hierarchical Leiden (or Louvain) on the entity graph, or the communities of
 //! a membership table computed elsewhere; then the refusal of a run with nothing to search.
 
+use std::collections::BTreeMap;
+
+use agrag_engine::format::previous::PreviousRun;
+use agrag_engine::format::tables::LineageColumns;
+use agrag_engine::format::{Layout, Manifest};
+
 use crate::detect::{CommunitySource, Detected, detect_communities};
 use crate::error::{PipelineError, Result};
 use crate::graph::Graph;
+use crate::lineage;
 use crate::run::{RunConfig, Sources};
 use crate::stages::Phases;
 use crate::stages::graph::EntityGraph;
@@ -13,10 +20,66 @@ use crate::stages::link::LinkOutput;
 /// the CSR, which ends here).
 #[derive(Debug)]
 pub(crate) struct DetectOutput {
-    /// The hierarchy with its per-level statistics.
+    /// The hierarchy with its per-level statistics, its communities in ascending order of
+    /// their public ids.
     pub(crate) detected: Detected,
     /// Weighted degree of each entity, by entity id.
     pub(crate) entity_degree: Vec<f64>,
+    /// Public id of each community (ascending, by hierarchy id) and the lineage.
+    pub(crate) community_ids: Vec<u32>,
+    /// The lineage table and the manifest's lineage fields.
+    pub(crate) lineage: LineageColumns,
+    /// Lineage rows per event.
+    pub(crate) lineage_counts: BTreeMap<&'static str, usize>,
+    /// Whether detection started from the parent run's communities.
+    pub(crate) warm_start: bool,
+}
+
+/// The parent run of a new run on a root, and the smallest community id no run there used.
+#[derive(Debug, Default)]
+pub(crate) struct Parent {
+    /// The run `LATEST` names, when it can be read (a run that cannot is warned about and
+    /// treated as absent: the new run starts cold, with new ids).
+    pub(crate) run: Option<PreviousRun>,
+    /// Smallest community id that no run under `runs/` has used.
+    pub(crate) next_community_id: u32,
+}
+
+impl Parent {
+    /// Reads the run `LATEST` names and every run's manifest under `layout`.
+    pub(crate) fn read(layout: &Layout) -> Parent {
+        let run = match layout.read_latest() {
+            Ok(Some(id)) => match PreviousRun::read(&layout.run_dir(&id)) {
+                Ok(run) => Some(run),
+                Err(e) => {
+                    tracing::warn!(
+                        "the published run {id} cannot be read back ({e}); detection starts cold and every community gets a new id"
+                    );
+                    None
+                }
+            },
+            Ok(None) => None,
+            Err(e) => {
+                tracing::warn!("LATEST cannot be read ({e}); detection starts cold");
+                None
+            }
+        };
+        // Ids of every run on the root, not only the parent's, are never reused.
+        let mut next = run.as_ref().map_or(0, |r| r.next_community_id);
+        for id in layout.list_runs().unwrap_or_default() {
+            if let Ok(m) = Manifest::read(&layout.run_dir(&id)) {
+                let used = m.next_community_id.map(u64::from).or_else(|| {
+                    m.file(agrag_engine::format::schema::communities::FILE)
+                        .map(|f| f.rows)
+                });
+                next = next.max(used.map_or(0, |u| u32::try_from(u).unwrap_or(u32::MAX)));
+            }
+        }
+        Parent {
+            run,
+            next_community_id: next,
+        }
+    }
 }
 
 /// Stage 4: detects the communities of `graph` under [`RunConfig::leiden`], or reads those of
@@ -26,6 +89,7 @@ pub(crate) struct DetectOutput {
 /// # Errors
 /// Those of [`detect_communities`]; [`PipelineError::NothingToPublish`] when the run has no
 /// entity, no community or no linked document and [`RunConfig::allow_empty`] is off.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn detect(
     cfg: &RunConfig,
     sources: &Sources,
@@ -33,6 +97,7 @@ pub(crate) fn detect(
     csr: Graph,
     linked: &LinkOutput,
     num_documents: usize,
+    parent: &Parent,
     phases: &mut Phases,
 ) -> Result<DetectOutput> {
     let phase = phases.start("detect", None);
@@ -46,14 +111,16 @@ pub(crate) fn detect(
             concept.id.clone()
         }
     };
-    let entity_keys: Vec<String> = match &sources.membership {
-        Some(_) => graph
-            .co
-            .entity_concepts
-            .iter()
-            .map(|&c| entity_key(c))
-            .collect(),
-        None => Vec::new(),
+    let entity_keys: Vec<String> = graph
+        .co
+        .entity_concepts
+        .iter()
+        .map(|&c| entity_key(c))
+        .collect();
+    let keys: Vec<&str> = entity_keys.iter().map(String::as_str).collect();
+    let warm = match (&parent.run, &sources.membership) {
+        (Some(previous), None) if !cfg.full => Some(lineage::warm_start(&csr, &keys, previous)),
+        _ => None,
     };
     let source = match &sources.membership {
         Some(path) => CommunitySource::Membership {
@@ -62,7 +129,15 @@ pub(crate) fn detect(
         },
         None => CommunitySource::Detect,
     };
-    let detected = detect_communities(&csr, source, &cfg.leiden)?;
+    let mut detected = detect_communities(&csr, source, &cfg.leiden, warm.as_ref())?;
+    let public = lineage::assign(
+        &detected.hierarchy,
+        &keys,
+        parent.run.as_ref(),
+        parent.next_community_id,
+    );
+    let community_ids = lineage::reorder(&mut detected.hierarchy, &public.ids);
+    let lineage_counts = public.event_counts();
     let entity_degree = csr.weighted_degrees().to_vec();
     drop(csr);
     phases.finish(
@@ -87,5 +162,9 @@ pub(crate) fn detect(
     Ok(DetectOutput {
         detected,
         entity_degree,
+        community_ids,
+        lineage: public.lineage,
+        lineage_counts,
+        warm_start: warm.is_some(),
     })
 }

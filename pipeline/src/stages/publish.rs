@@ -144,6 +144,8 @@ pub(crate) fn publish(
         entity_degree: detected.entity_degree,
         edges: &graph.co.edges,
         hierarchy,
+        community_ids: detected.community_ids,
+        lineage: detected.lineage,
         reports: &reports,
         report_vectors: embedded.report_vectors,
         document_embeddings: embedded.document_embeddings,

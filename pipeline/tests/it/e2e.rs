@@ -34,6 +34,7 @@ pub(crate) fn fixture_config(root: &Path) -> RunConfig {
         community_vectors: agrag_pipeline::report::CommunityVectors::default(),
         progress: false,
         allow_empty: false,
+        full: false,
     }
 }
 

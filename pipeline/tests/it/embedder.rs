@@ -46,6 +46,7 @@ fn publish(root: &Path, documents: PathBuf, embedder: Arc<dyn Embedder>) -> Mani
         community_vectors: agrag_pipeline::report::CommunityVectors::default(),
         progress: false,
         allow_empty: false,
+        full: false,
     };
     let summary = run(&cfg).unwrap();
     Manifest::read(&Layout::new(root).run_dir(&summary.run_id)).unwrap()

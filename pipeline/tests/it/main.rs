@@ -27,3 +27,6 @@ mod tables;
 // A GraphRAG index as input: the shipped index publishes and answers, GraphRAG's own
 // communities come in as a membership table, a broken index is refused naming file and field.
 mod graphrag;
+// Runs that continue the published run: warm-started detection, community ids that survive,
+// the lineage table, deletions.
+mod incremental;

@@ -131,6 +131,18 @@ fn documented(file: &str, dim: usize) -> Vec<(&'static str, DataType)> {
             ("passage_id", s()),
         ],
         "report_sources" => vec![("community_id", UInt32), ("passage_id", s())],
+        "community_lineage" => vec![
+            ("community_id", UInt32),
+            ("level", UInt32),
+            ("event", s()),
+            ("predecessor", UInt32),
+            ("jaccard", Float64),
+            ("predecessors", list_of(UInt32)),
+            ("successor", UInt32),
+            ("size", UInt32),
+            ("previous_size", UInt32),
+            ("fingerprint", s()),
+        ],
         "concept_postings" => vec![
             ("node_field", s()),
             ("concept_id", s()),
@@ -290,6 +302,7 @@ fn every_file_of_a_fresh_run_opens_as_documented() {
         community_vectors: agrag_pipeline::report::CommunityVectors::default(),
         progress: false,
         allow_empty: false,
+        full: false,
     };
     let summary = run(&cfg).unwrap();
     let run_dir = Layout::new(&cfg.root).run_dir(&summary.run_id);

@@ -1,0 +1,124 @@
+//! What a published run hands to the next run on the same root: its entities (by concept id)
+//! with their weighted degrees and its communities with their members, read back from the
+//! run's tables so that the next run can warm-start detection and keep community ids.
+
+use std::path::Path;
+
+use arrow_array::cast::AsArray;
+use arrow_array::types::{Float64Type, UInt32Type};
+use arrow_array::{StringArray, UInt32Array};
+
+use super::manifest::Manifest;
+use super::reader::{column_no_nulls, read_parquet};
+use super::schema::{communities, entities, membership};
+use crate::error::{EngineError, Result};
+
+/// A published run's entities and communities.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PreviousRun {
+    /// Its run id.
+    pub run_id: String,
+    /// Concept id of each entity (index = `entity_id`).
+    pub entity_concepts: Vec<String>,
+    /// Weighted degree of each entity in that run's graph (edge-weight units).
+    pub entity_degree: Vec<f64>,
+    /// Public id of each community, strictly ascending (row order of `communities.parquet`).
+    pub community_ids: Vec<u32>,
+    /// Level of each community (same rows).
+    pub community_level: Vec<u32>,
+    /// `(level, entity_id, community row)` of every membership row, in file order (sorted by
+    /// level, then entity).
+    pub membership: Vec<(u32, u32, u32)>,
+    /// Smallest community id that no run on the root had used: the manifest's
+    /// `next_community_id`, or for runs written before it was recorded the largest id + 1.
+    pub next_community_id: u32,
+}
+
+impl PreviousRun {
+    /// Reads the run in `dir` (its manifest, checked against `manifest.blake3`, then
+    /// `entities.parquet`, `communities.parquet` and `membership.parquet`).
+    ///
+    /// # Errors
+    /// [`EngineError::Io`] when a file cannot be read; [`EngineError::Corrupt`] naming the
+    /// file and row when a table is damaged: ids not strictly ascending, a membership row
+    /// naming an entity or community the run lacks.
+    pub fn read(dir: &Path) -> Result<Self> {
+        let manifest = Manifest::read(dir)?;
+        let run_id = Some(manifest.run_id.as_str());
+        let path = dir.join(entities::FILE);
+        let b = read_parquet(&path, &entities::schema(), run_id)?;
+        let ids = column_no_nulls::<UInt32Array>(&b, entities::ENTITY_ID, &path)?;
+        if ids
+            .values()
+            .iter()
+            .enumerate()
+            .any(|(i, &e)| e as usize != i)
+        {
+            return Err(EngineError::corrupt(
+                &path,
+                "entity_id must be dense from 0, in order",
+            ));
+        }
+        let entity_concepts = column_no_nulls::<StringArray>(&b, entities::CONCEPT_ID, &path)?
+            .iter()
+            .map(|s| s.unwrap_or_default().to_owned())
+            .collect::<Vec<_>>();
+        let entity_degree = b
+            .column_by_name(entities::DEGREE)
+            .ok_or_else(|| EngineError::corrupt(&path, "missing column \"degree\""))?
+            .as_primitive::<Float64Type>()
+            .values()
+            .to_vec();
+
+        let path = dir.join(communities::FILE);
+        let b = read_parquet(&path, &communities::schema(), run_id)?;
+        let community_ids = column_no_nulls::<UInt32Array>(&b, communities::COMMUNITY_ID, &path)?
+            .values()
+            .to_vec();
+        if let Some(row) = community_ids.windows(2).position(|w| w[0] >= w[1]) {
+            return Err(EngineError::corrupt(
+                &path,
+                format!("row {}: community_id not strictly ascending", row + 1),
+            ));
+        }
+        let community_level = b
+            .column_by_name(communities::LEVEL)
+            .ok_or_else(|| EngineError::corrupt(&path, "missing column \"level\""))?
+            .as_primitive::<UInt32Type>()
+            .values()
+            .to_vec();
+
+        let path = dir.join(membership::FILE);
+        let b = read_parquet(&path, &membership::schema(), run_id)?;
+        let level = column_no_nulls::<UInt32Array>(&b, membership::LEVEL, &path)?;
+        let entity = column_no_nulls::<UInt32Array>(&b, membership::ENTITY_ID, &path)?;
+        let community = column_no_nulls::<UInt32Array>(&b, membership::COMMUNITY_ID, &path)?;
+        let mut rows = Vec::with_capacity(b.num_rows());
+        for row in 0..b.num_rows() {
+            let (e, c) = (entity.value(row), community.value(row));
+            let r = community_ids
+                .binary_search(&c)
+                .ok()
+                .filter(|_| (e as usize) < entity_concepts.len());
+            let Some(r) = r else {
+                return Err(EngineError::corrupt(
+                    &path,
+                    format!("row {row}: entity {e} or community {c} is not in the run"),
+                ));
+            };
+            rows.push((level.value(row), e, r as u32));
+        }
+        let next_community_id = manifest
+            .next_community_id
+            .unwrap_or_else(|| community_ids.last().map_or(0, |&c| c.saturating_add(1)));
+        Ok(PreviousRun {
+            run_id: manifest.run_id,
+            entity_concepts,
+            entity_degree,
+            community_ids,
+            community_level,
+            membership: rows,
+            next_community_id,
+        })
+    }
+}
