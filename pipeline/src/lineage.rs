@@ -24,36 +24,35 @@ use crate::leiden::{Hierarchy, HierarchyWarmStart, NO_COMMUNITY};
 /// Smallest Jaccard similarity (exclusive) for a community to inherit a parent's id.
 pub const MIN_JACCARD: f64 = community_lineage::MIN_JACCARD;
 
-/// Relative change of an entity's weighted degree above which it counts as changed.
-const DEGREE_TOLERANCE: f64 = 1e-9;
-
 /// The warm start of detection on `graph` from `previous`: each entity's previous community
-/// at every level (by concept id; `entity_keys[v]` is entity `v`'s), and the frontier: new
-/// entities and entities whose weighted degree changed, which are the endpoints of the edges
-/// that appeared, vanished or changed weight (but for changes that cancel out exactly). As in
-/// DF Leiden (Sahu 2024, <https://arxiv.org/abs/2405.11658>) the frontier grows only as its
-/// nodes move: a neighbour joins the queue when a node moves, not before, so a hub whose
-/// degree changed does not put its whole neighbourhood on the frontier. The total weight
-/// also changes the modularity of every move a little; like DF Leiden, the warm start
-/// ignores that.
+/// at every level (by concept id; `entity_keys[v]` is entity `v`'s), the new entities, and
+/// the edges that appeared, vanished or changed weight. Those edges' endpoints are the
+/// frontier (as in DF Leiden, Sahu 2024, <https://arxiv.org/abs/2405.11658>, which grows the
+/// frontier only as its nodes move), and each split of the hierarchy queues only the members
+/// whose edges inside the community changed
+/// ([`hierarchical_leiden_warm`](crate::leiden::hierarchical_leiden_warm)), so a hub whose
+/// degree changed through far-away edges does not reshuffle the small communities it sits
+/// in. The total weight also changes the modularity of every move a little; like DF Leiden,
+/// the warm start ignores that.
 pub fn warm_start(
     graph: &Graph,
     entity_keys: &[&str],
     previous: &PreviousRun,
 ) -> HierarchyWarmStart {
     let n = graph.num_nodes();
-    let mut previous_entity: Vec<Option<u32>> = vec![None; n];
     let by_key: HashMap<&str, u32> = entity_keys
         .iter()
         .enumerate()
         .map(|(v, k)| (*k, v as u32))
         .collect();
-    let mut now_of_previous: Vec<Option<u32>> = vec![None; previous.entity_concepts.len()];
-    for (e, key) in previous.entity_concepts.iter().enumerate() {
-        if let Some(&v) = by_key.get(key.as_str()) {
-            previous_entity[v as usize] = Some(e as u32);
-            now_of_previous[e] = Some(v);
-        }
+    let now_of_previous: Vec<Option<u32>> = previous
+        .entity_concepts
+        .iter()
+        .map(|key| by_key.get(key.as_str()).copied())
+        .collect();
+    let mut new = vec![true; n];
+    for v in now_of_previous.iter().flatten() {
+        new[*v as usize] = false;
     }
     let num_levels = previous
         .membership
@@ -67,19 +66,60 @@ pub fn warm_start(
             levels[level as usize][v as usize] = c;
         }
     }
-    let frontier: Vec<bool> = (0..n)
-        .map(|v| match previous_entity[v] {
-            None => true,
-            Some(e) => {
-                let (now, before) = (
-                    graph.weighted_degree(v as u32),
-                    previous.entity_degree[e as usize],
-                );
-                (now - before).abs() > DEGREE_TOLERANCE * now.abs().max(before.abs()).max(1.0)
+    // The previous edges over today's entities, and those that lost an endpoint.
+    let mut changed: Vec<(u32, u32)> = Vec::new();
+    let mut before: Vec<(u32, u32, f64)> = Vec::with_capacity(previous.edges.len());
+    for &(a, b, w) in &previous.edges {
+        match (now_of_previous[a as usize], now_of_previous[b as usize]) {
+            (Some(u), Some(v)) => before.push((u.min(v), u.max(v), w)),
+            (Some(u), None) | (None, Some(u)) => changed.push((u, NO_COMMUNITY)),
+            (None, None) => {}
+        }
+    }
+    before.sort_by(|x, y| (x.0, x.1).cmp(&(y.0, y.1)));
+    let mut now: Vec<(u32, u32, f64)> = Vec::with_capacity(graph.num_edges());
+    for u in 0..n as u32 {
+        now.extend(
+            graph
+                .neighbors(u)
+                .filter(|&(v, _)| v > u)
+                .map(|(v, w)| (u, v, w)),
+        );
+    }
+    now.sort_by(|x, y| (x.0, x.1).cmp(&(y.0, y.1)));
+    let (mut i, mut j) = (0, 0);
+    while i < before.len() || j < now.len() {
+        let key = |e: &(u32, u32, f64)| (e.0, e.1);
+        match (before.get(i), now.get(j)) {
+            (Some(b), Some(a)) if key(b) == key(a) => {
+                if b.2 != a.2 {
+                    changed.extend([(a.0, a.1), (a.1, a.0)]);
+                }
+                i += 1;
+                j += 1;
             }
-        })
-        .collect();
-    HierarchyWarmStart { levels, frontier }
+            (Some(b), Some(a)) if key(b) < key(a) => {
+                changed.extend([(b.0, b.1), (b.1, b.0)]);
+                i += 1;
+            }
+            (Some(b), None) => {
+                changed.extend([(b.0, b.1), (b.1, b.0)]);
+                i += 1;
+            }
+            (_, Some(a)) => {
+                changed.extend([(a.0, a.1), (a.1, a.0)]);
+                j += 1;
+            }
+            (None, None) => break,
+        }
+    }
+    changed.sort_unstable();
+    changed.dedup();
+    HierarchyWarmStart {
+        levels,
+        new,
+        changed_edges: changed,
+    }
 }
 
 /// The BLAKE3 (hex) of sorted keys, each followed by a newline.
@@ -411,6 +451,8 @@ mod tests {
             community_ids: ids.to_vec(),
             community_level: vec![0; ids.len()],
             membership,
+            edges: Vec::new(),
+            detection: serde_json::Value::Null,
             next_community_id: next,
         }
     }

@@ -149,7 +149,8 @@ pub struct RunSummary {
     /// The run whose communities this one continues (`LATEST` when the run started).
     pub parent_run_id: Option<String>,
     /// Whether detection started from the parent's communities (not with `--full`, nor
-    /// without a parent, nor with a membership table).
+    /// without a parent, nor with a membership table, nor when the parent was detected with
+    /// other detection parameters).
     pub warm_start: bool,
     /// Rows of the `community_lineage` table per event (`same`, `grew`, `shrank`, `split`,
     /// `merged`, `new`, `dissolved`).

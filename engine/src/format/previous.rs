@@ -1,5 +1,5 @@
 //! What a published run hands to the next run on the same root: its entities (by concept id)
-//! with their weighted degrees and its communities with their members, read back from the
+//! with their weighted degrees, its edges, and its communities with their members, read back from the
 //! run's tables so that the next run can warm-start detection and keep community ids.
 
 use std::path::Path;
@@ -10,7 +10,7 @@ use arrow_array::{StringArray, UInt32Array};
 
 use super::manifest::Manifest;
 use super::reader::{column_no_nulls, read_parquet};
-use super::schema::{communities, entities, membership};
+use super::schema::{communities, entities, membership, relationships};
 use crate::error::{EngineError, Result};
 
 /// A published run's entities and communities.
@@ -22,6 +22,8 @@ pub struct PreviousRun {
     pub entity_concepts: Vec<String>,
     /// Weighted degree of each entity in that run's graph (edge-weight units).
     pub entity_degree: Vec<f64>,
+    /// The run's edges `(source, target, weight)` over entity ids, `source < target`, sorted.
+    pub edges: Vec<(u32, u32, f64)>,
     /// Public id of each community, strictly ascending (row order of `communities.parquet`).
     pub community_ids: Vec<u32>,
     /// Level of each community (same rows).
@@ -29,6 +31,9 @@ pub struct PreviousRun {
     /// `(level, entity_id, community row)` of every membership row, in file order (sorted by
     /// level, then entity).
     pub membership: Vec<(u32, u32, u32)>,
+    /// The detection parameters the run recorded (`parameters.detection` of its manifest),
+    /// `Null` when absent.
+    pub detection: serde_json::Value,
     /// Smallest community id that no run on the root had used: the manifest's
     /// `next_community_id`, or for runs written before it was recorded the largest id + 1.
     pub next_community_id: u32,
@@ -36,7 +41,8 @@ pub struct PreviousRun {
 
 impl PreviousRun {
     /// Reads the run in `dir` (its manifest, checked against `manifest.blake3`, then
-    /// `entities.parquet`, `communities.parquet` and `membership.parquet`).
+    /// `entities.parquet`, `relationships.parquet`, `communities.parquet` and
+    /// `membership.parquet`).
     ///
     /// # Errors
     /// [`EngineError::Io`] when a file cannot be read; [`EngineError::Corrupt`] naming the
@@ -69,6 +75,27 @@ impl PreviousRun {
             .as_primitive::<Float64Type>()
             .values()
             .to_vec();
+
+        let path = dir.join(relationships::FILE);
+        let b = read_parquet(&path, &relationships::schema(), run_id)?;
+        let source = column_no_nulls::<UInt32Array>(&b, relationships::SOURCE, &path)?;
+        let target = column_no_nulls::<UInt32Array>(&b, relationships::TARGET, &path)?;
+        let weight = b
+            .column_by_name(relationships::WEIGHT)
+            .ok_or_else(|| EngineError::corrupt(&path, "missing column \"weight\""))?
+            .as_primitive::<Float64Type>();
+        let mut edges = Vec::with_capacity(b.num_rows());
+        for row in 0..b.num_rows() {
+            let (s, t) = (source.value(row), target.value(row));
+            if s.max(t) as usize >= entity_concepts.len() {
+                return Err(EngineError::corrupt(
+                    &path,
+                    format!("row {row}: entity {} is not in the run", s.max(t)),
+                ));
+            }
+            edges.push((s.min(t), s.max(t), weight.value(row)));
+        }
+        edges.sort_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
 
         let path = dir.join(communities::FILE);
         let b = read_parquet(&path, &communities::schema(), run_id)?;
@@ -112,9 +139,15 @@ impl PreviousRun {
             .next_community_id
             .unwrap_or_else(|| community_ids.last().map_or(0, |&c| c.saturating_add(1)));
         Ok(PreviousRun {
+            detection: manifest
+                .parameters
+                .get("detection")
+                .cloned()
+                .unwrap_or_default(),
             run_id: manifest.run_id,
             entity_concepts,
             entity_degree,
+            edges,
             community_ids,
             community_level,
             membership: rows,

@@ -109,6 +109,10 @@ struct DetectionArgs {
     /// Most levels of the hierarchy
     #[arg(long, default_value_t = LeidenConfig::default().max_levels)]
     max_levels: usize,
+    /// Skip the final local moving of single nodes (faster; a later run warm-started from
+    /// this one reshuffles more communities)
+    #[arg(long)]
+    no_polish: bool,
 }
 
 impl DetectionArgs {
@@ -129,6 +133,7 @@ impl DetectionArgs {
             randomness: self.randomness,
             max_cluster_size: self.max_cluster_size,
             max_levels: self.max_levels,
+            polish: !self.no_polish,
             ..d
         }
     }

@@ -231,8 +231,32 @@ pub struct HierarchyWarmStart {
     /// levels or not), [`NO_COMMUNITY`] when it had none (a new node, or its previous leaf sat
     /// above level `l`). Every inner vector has one entry per node.
     pub levels: Vec<Vec<u32>>,
-    /// Whether each node is on the frontier (see [`super::WarmStart`]), one entry per node.
-    pub frontier: Vec<bool>,
+    /// Whether each node is new (it has no previous counterpart), one entry per node.
+    pub new: Vec<bool>,
+    /// The edges that appeared, vanished or changed weight since the previous hierarchy was
+    /// computed, as `(v, u)` in both directions, sorted and distinct; `u` is
+    /// [`NO_COMMUNITY`] for an edge whose other endpoint no longer exists.
+    pub changed_edges: Vec<(u32, u32)>,
+}
+
+impl HierarchyWarmStart {
+    /// The nodes `v` has a changed edge with ([`NO_COMMUNITY`] for a vanished endpoint).
+    fn changed_partners(&self, v: u32) -> impl Iterator<Item = u32> + '_ {
+        let start = self.changed_edges.partition_point(|e| e.0 < v);
+        self.changed_edges[start..]
+            .iter()
+            .take_while(move |e| e.0 == v)
+            .map(|e| e.1)
+    }
+
+    /// The frontier of level 0: new nodes and the endpoints of changed edges.
+    fn top_frontier(&self) -> Vec<bool> {
+        let mut f = self.new.clone();
+        for &(v, _) in &self.changed_edges {
+            f[v as usize] = true;
+        }
+        f
+    }
 }
 
 /// The label of a node without a previous community in [`HierarchyWarmStart::levels`].
@@ -258,11 +282,21 @@ fn starting_labels(previous: impl Iterator<Item = u32>) -> Vec<u32> {
         .collect()
 }
 
-/// The warm start of the Leiden run that splits the community `members` (node ids of the
-/// whole graph) of level `level`: each member's previous community one level down, and the
-/// frontier: members on the global frontier, members without a previous community there, and
-/// members that previously sat in another community of `level` than most of them.
-fn split_warm_start(warm: &HierarchyWarmStart, level: usize, members: &[u32]) -> Option<WarmStart> {
+/// The warm start of the Leiden run that splits the community `members` (node ids of
+/// `graph`; `is_member` tells them) of level `level`: each member's previous community one
+/// level down, and the frontier of the community's induced subgraph, whose edges are what
+/// the split sees. With `P` the previous community of `level` most members come from, a member
+/// is on it when it has no previous community one level down, or did not come from `P`, or
+/// an edge of it inside the community (or inside `P` before) changed, or a neighbour joined
+/// the community from elsewhere or left `P` for elsewhere (its induced neighbourhood gained
+/// or lost that edge).
+fn split_warm_start(
+    warm: &HierarchyWarmStart,
+    graph: &Graph,
+    level: usize,
+    members: &[u32],
+    is_member: impl Fn(u32) -> bool,
+) -> Option<WarmStart> {
     let below = warm.levels.get(level + 1)?;
     let here = &warm.levels[level];
     let mut counts: std::collections::HashMap<u32, usize> = std::collections::HashMap::new();
@@ -278,11 +312,18 @@ fn split_warm_start(warm: &HierarchyWarmStart, level: usize, members: &[u32]) ->
         .max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(a.0)))
         .map(|(&l, _)| l);
     let membership = starting_labels(members.iter().map(|&v| below[v as usize]));
+    let from_main = |u: u32| main.is_some_and(|m| here[u as usize] == m);
     let frontier = members
         .iter()
         .map(|&v| {
-            let v = v as usize;
-            warm.frontier[v] || below[v] == NO_COMMUNITY || Some(here[v]) != main
+            below[v as usize] == NO_COMMUNITY
+                || !from_main(v)
+                || warm
+                    .changed_partners(v)
+                    .any(|u| u == NO_COMMUNITY || is_member(u) || from_main(u))
+                || graph
+                    .neighbors(v)
+                    .any(|(u, _)| u != v && is_member(u) != from_main(u))
         })
         .collect();
     Some(WarmStart {
@@ -309,12 +350,16 @@ pub fn hierarchical_leiden_warm(
     config.validate()?;
     let n = graph.num_nodes();
     if let Some(w) = warm
-        && (w.frontier.len() != n || w.levels.iter().any(|l| l.len() != n))
+        && (w.new.len() != n
+            || w.levels.iter().any(|l| l.len() != n)
+            || w.changed_edges
+                .iter()
+                .any(|e| e.0 as usize >= n || (e.1 as usize >= n && e.1 != NO_COMMUNITY)))
     {
         return Err(crate::PipelineError::InvalidConfig {
             field: "warm_start",
-            value: format!("{} frontier flags", w.frontier.len()),
-            expected: "one previous label per node at each level and one frontier flag per node",
+            value: format!("{} new-node flags", w.new.len()),
+            expected: "one previous label per node at each level, one new-node flag per node and changed edges between nodes",
         });
     }
     let warm = warm.filter(|w| !w.levels.is_empty());
@@ -327,7 +372,7 @@ pub fn hierarchical_leiden_warm(
             Some(w) => {
                 let start = WarmStart {
                     membership: starting_labels(w.levels[0].iter().copied()),
-                    frontier: w.frontier.clone(),
+                    frontier: w.top_frontier(),
                 };
                 run_from(graph, config, Some(&start))
             }
@@ -368,7 +413,10 @@ pub fn hierarchical_leiden_warm(
                     seed: derive(config.seed, Purpose::SubRun, &[u64::from(id)]),
                     ..config.clone()
                 };
-                let p = match warm.and_then(|w| split_warm_start(w, level as usize, members)) {
+                let is_member = |u: u32| owner[u as usize] == id;
+                let p = match warm
+                    .and_then(|w| split_warm_start(w, graph, level as usize, members, is_member))
+                {
                     Some(start) => run_from(&sub, &sub_config, Some(&start)),
                     None => run(&sub, &sub_config),
                 };
@@ -568,13 +616,15 @@ mod tests {
         }
         let warm = HierarchyWarmStart {
             levels,
-            frontier: vec![false; g.num_nodes()],
+            new: vec![false; g.num_nodes()],
+            changed_edges: Vec::new(),
         };
         let again = hierarchical_leiden_warm(&g, &config, Some(&warm)).unwrap();
         assert_eq!(again.communities, cold.communities);
         let short = HierarchyWarmStart {
             levels: vec![Vec::new()],
-            frontier: Vec::new(),
+            new: Vec::new(),
+            changed_edges: Vec::new(),
         };
         assert!(hierarchical_leiden_warm(&g, &config, Some(&short)).is_err());
     }

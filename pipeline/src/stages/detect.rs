@@ -118,8 +118,21 @@ pub(crate) fn detect(
         .map(|&c| entity_key(c))
         .collect();
     let keys: Vec<&str> = entity_keys.iter().map(String::as_str).collect();
+    // A warm start continues the parent's optimisation: only under the same detection
+    // parameters (another resolution, objective or seed asks for other communities).
+    let same_parameters = |previous: &PreviousRun| {
+        serde_json::to_value(&cfg.leiden).is_ok_and(|now| now == previous.detection)
+    };
     let warm = match (&parent.run, &sources.membership) {
-        (Some(previous), None) if !cfg.full => Some(lineage::warm_start(&csr, &keys, previous)),
+        (Some(previous), None) if !cfg.full && same_parameters(previous) => {
+            Some(lineage::warm_start(&csr, &keys, previous))
+        }
+        (Some(_), None) if !cfg.full => {
+            tracing::info!(
+                "the parent run was detected with other parameters: detection starts from nothing"
+            );
+            None
+        }
         _ => None,
     };
     let source = match &sources.membership {

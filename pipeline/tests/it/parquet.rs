@@ -252,8 +252,9 @@ fn check_parquet_metadata(path: &Path, run_id: &str) {
 
 /// Every documented table, Parquet and (for the embeddings) Arrow IPC; runs written since the
 /// postings were precomputed also hold `concept_postings.arrow`, and runs written since
-/// visibility reached concept evidence and report sources hold those two tables (the golden
-/// run predates all three).
+/// visibility reached concept evidence and report sources hold those two tables, and runs
+/// written since community ids survive across runs hold `community_lineage.parquet` (the
+/// golden run predates all four).
 fn assert_all_tables(checked: &[String], with_postings: bool) {
     let mut names: Vec<&str> = checked.iter().map(String::as_str).collect();
     names.sort_unstable();
@@ -276,6 +277,7 @@ fn assert_all_tables(checked: &[String], with_postings: bool) {
     ];
     if with_postings {
         want.extend([
+            "community_lineage.parquet",
             "concept_postings.arrow",
             "concept_evidence.parquet",
             "report_sources.parquet",
