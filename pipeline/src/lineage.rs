@@ -76,7 +76,7 @@ pub fn warm_start(
             (None, None) => {}
         }
     }
-    before.sort_by(|x, y| (x.0, x.1).cmp(&(y.0, y.1)));
+    before.sort_by_key(|e| (e.0, e.1));
     let mut now: Vec<(u32, u32, f64)> = Vec::with_capacity(graph.num_edges());
     for u in 0..n as u32 {
         now.extend(
@@ -86,7 +86,7 @@ pub fn warm_start(
                 .map(|(v, w)| (u, v, w)),
         );
     }
-    now.sort_by(|x, y| (x.0, x.1).cmp(&(y.0, y.1)));
+    now.sort_by_key(|e| (e.0, e.1));
     let (mut i, mut j) = (0, 0);
     while i < before.len() || j < now.len() {
         let key = |e: &(u32, u32, f64)| (e.0, e.1);

@@ -95,7 +95,7 @@ impl PreviousRun {
             }
             edges.push((s.min(t), s.max(t), weight.value(row)));
         }
-        edges.sort_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
+        edges.sort_by_key(|e| (e.0, e.1));
 
         let path = dir.join(communities::FILE);
         let b = read_parquet(&path, &communities::schema(), run_id)?;
