@@ -332,7 +332,7 @@ pub mod community_lineage {
     /// Jaccard similarity with `predecessor` (float64, null when `predecessor` is).
     pub const JACCARD: &str = "jaccard";
     /// Every predecessor: parent communities of the same level that hold at least half of
-    /// this one's members or of which this one holds at least half, ascending (list<uint32>).
+    /// this one's members or of which this one holds at least half, ascending (`list<uint32>`).
     pub const PREDECESSORS: &str = "predecessors";
     /// For `dissolved`: the run's community holding most of its members (uint32, null when
     /// none of them is left or for other events).
