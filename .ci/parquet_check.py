@@ -40,6 +40,11 @@ DOCUMENTED = {
     "concept_evidence": [("document_key", STR, "VARCHAR"), ("concept_id", STR, "VARCHAR"),
                          ("way", U32, "UINTEGER"), ("passage_id", STR, "VARCHAR")],
     "report_sources": [("community_id", U32, "UINTEGER"), ("passage_id", STR, "VARCHAR")],
+    "community_lineage": [("community_id", U32, "UINTEGER"), ("level", U32, "UINTEGER"),
+                          ("event", STR, "VARCHAR"), ("predecessor", U32, "UINTEGER"),
+                          ("jaccard", F64, "DOUBLE"), ("predecessors", pa.list_(U32), "UINTEGER[]"),
+                          ("successor", U32, "UINTEGER"), ("size", U32, "UINTEGER"),
+                          ("previous_size", U32, "UINTEGER"), ("fingerprint", STR, "VARCHAR")],
     "entities": [("entity_id", U32, "UINTEGER"), ("concept_id", STR, "VARCHAR"),
                  ("name", STR, "VARCHAR"), ("num_passages", U32, "UINTEGER"),
                  ("degree", F64, "DOUBLE")],
@@ -72,7 +77,7 @@ DOCUMENTED = {
 
 ACCELERATORS = ("concept_postings", "report_ivf_centroids", "report_ivf_lists")
 # Tables added after the golden run of format 1 was written: every new run has them.
-ADDED_LATER = ("concept_evidence", "report_sources")
+ADDED_LATER = ("concept_evidence", "report_sources", "community_lineage")
 TABLES = [t for t in DOCUMENTED if t not in ACCELERATORS and t not in ADDED_LATER]
 
 

@@ -453,6 +453,16 @@ mod tests {
             membership,
             edges: Vec::new(),
             detection: serde_json::Value::Null,
+            embedder: agrag_engine::embed::Embedder::identity(
+                &agrag_engine::embed::HashEmbedder::new(4),
+            )
+            .clone(),
+            community_vectors: serde_json::Value::Null,
+            report_text_hashes: vec![[0; 32]; ids.len()],
+            report_vectors: arrow_array::RecordBatch::new_empty(
+                agrag_engine::format::schema::report_embeddings::schema(4),
+            ),
+            report_offsets: vec![0; ids.len() + 1],
             next_community_id: next,
         }
     }

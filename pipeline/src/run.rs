@@ -17,6 +17,7 @@ use crate::leiden::LeidenConfig;
 use crate::link::LinkConfig;
 use crate::report::{CommunityVectors, ReportWriter};
 use crate::stages::detect::Parent;
+use crate::stages::embed::Reuse;
 use crate::stages::graph::{GivenEdges, GraphStats};
 use crate::stages::ingest::{IndexInputs, IngestStats, Ingested};
 use crate::stages::link::LinkStats;
@@ -61,8 +62,9 @@ pub struct RunConfig {
     /// [`PipelineError::NothingToPublish`], since it would replace a good run with one that
     /// answers nothing (the usual cause is a vocabulary whose terms the documents never use).
     pub allow_empty: bool,
-    /// Detect from nothing (`--full`) instead of warm-starting from the communities of the
-    /// run `LATEST` names ([`crate::lineage`]). Community ids are carried over either way.
+    /// Detect from nothing and embed everything (`--full`) instead of warm-starting from the
+    /// communities of the run `LATEST` names ([`crate::lineage`]) and taking its vectors where
+    /// the text is unchanged. Community ids are carried over either way.
     pub full: bool,
 }
 
@@ -155,6 +157,13 @@ pub struct RunSummary {
     /// Rows of the `community_lineage` table per event (`same`, `grew`, `shrank`, `split`,
     /// `merged`, `new`, `dissolved`).
     pub lineage: BTreeMap<&'static str, usize>,
+    /// Per artifact, the items taken from the parent run: `linked_passages`,
+    /// `document_embeddings`, `reports`, `report_embeddings` (communities whose report-text
+    /// vectors were the parent's: same public id, same embedded text, same embedder and
+    /// recipe). Only report embeddings are reused so far.
+    pub reused: BTreeMap<&'static str, usize>,
+    /// Per artifact (same keys), the items computed by this run.
+    pub recomputed: BTreeMap<&'static str, usize>,
     /// Wall seconds per phase.
     pub seconds: BTreeMap<String, f64>,
 }
@@ -171,6 +180,7 @@ struct StageStats<'a> {
     lineage: &'a agrag_engine::format::tables::LineageColumns,
     lineage_counts: &'a BTreeMap<&'static str, usize>,
     warm_start: bool,
+    reused_report_vectors: usize,
 }
 
 impl RunSummary {
@@ -215,6 +225,24 @@ impl RunSummary {
             parent_run_id: stages.lineage.parent_run_id.clone(),
             warm_start: stages.warm_start,
             lineage: stages.lineage_counts.clone(),
+            reused: BTreeMap::from([
+                ("linked_passages", 0),
+                ("document_embeddings", 0),
+                ("reports", 0),
+                ("report_embeddings", stages.reused_report_vectors),
+            ]),
+            recomputed: BTreeMap::from([
+                (
+                    "linked_passages",
+                    ingest.passages.saturating_sub(num_excluded),
+                ),
+                ("document_embeddings", ingest.documents),
+                ("reports", detected.hierarchy.communities.len()),
+                (
+                    "report_embeddings",
+                    detected.hierarchy.communities.len() - stages.reused_report_vectors,
+                ),
+            ]),
             seconds,
         }
     }
@@ -294,7 +322,7 @@ fn run_in_pool(cfg: &RunConfig, sources: &Sources) -> Result<RunSummary> {
         }),
         &mut phases,
     )?;
-    let parent = Parent::read(&layout);
+    let mut parent = Parent::read(&layout);
     let detected = stages::detect::detect(
         cfg,
         sources,
@@ -305,7 +333,9 @@ fn run_in_pool(cfg: &RunConfig, sources: &Sources) -> Result<RunSummary> {
         &parent,
         &mut phases,
     )?;
-    drop(parent);
+    if let Some(previous) = parent.run.as_mut() {
+        previous.keep_only_vectors();
+    }
     let reported = stages::report::report(
         cfg,
         &detected.detected.hierarchy,
@@ -314,7 +344,12 @@ fn run_in_pool(cfg: &RunConfig, sources: &Sources) -> Result<RunSummary> {
         &passages,
         &mut phases,
     )?;
-    let embedded = stages::embed::embed(cfg, &corpus, &passages, &reported, &mut phases)?;
+    let reuse = parent.run.as_ref().map(|previous| Reuse {
+        previous,
+        community_ids: &detected.community_ids,
+    });
+    let embedded = stages::embed::embed(cfg, &corpus, &passages, &reported, reuse, &mut phases)?;
+    drop(parent);
     let num_excluded = passages.num_excluded();
     drop(passages);
 
@@ -332,6 +367,7 @@ fn run_in_pool(cfg: &RunConfig, sources: &Sources) -> Result<RunSummary> {
             lineage: &detected.lineage,
             lineage_counts: &detected.lineage_counts,
             warm_start: detected.warm_start,
+            reused_report_vectors: embedded.reused_report_vectors,
         },
         phases.seconds().clone(),
     );

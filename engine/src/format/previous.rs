@@ -6,15 +6,16 @@ use std::path::Path;
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Float64Type, UInt32Type};
-use arrow_array::{StringArray, UInt32Array};
+use arrow_array::{Array, FixedSizeListArray, Float32Array, RecordBatch, StringArray, UInt32Array};
 
 use super::manifest::Manifest;
 use super::reader::{column_no_nulls, read_parquet};
-use super::schema::{communities, entities, membership, relationships};
+use super::schema::{communities, entities, membership, relationships, report_embeddings, reports};
+use crate::embed::EmbedderIdentity;
 use crate::error::{EngineError, Result};
 
 /// A published run's entities and communities.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct PreviousRun {
     /// Its run id.
     pub run_id: String,
@@ -34,6 +35,18 @@ pub struct PreviousRun {
     /// The detection parameters the run recorded (`parameters.detection` of its manifest),
     /// `Null` when absent.
     pub detection: serde_json::Value,
+    /// The embedder of the run's vectors.
+    pub embedder: EmbedderIdentity,
+    /// What the run's community vectors were made of (`parameters.community_vectors` of its
+    /// manifest), `Null` when absent.
+    pub community_vectors: serde_json::Value,
+    /// BLAKE3 of each community's embedded report text (`reports.parquet`'s `full_content`),
+    /// by community row.
+    pub report_text_hashes: Vec<[u8; 32]>,
+    /// The run's community vectors (`report_embeddings.arrow`, mapped, not copied).
+    pub report_vectors: RecordBatch,
+    /// Community row `c`'s vectors are rows `report_offsets[c]..report_offsets[c + 1]`.
+    pub report_offsets: Vec<u32>,
     /// Smallest community id that no run on the root had used: the manifest's
     /// `next_community_id`, or for runs written before it was recorded the largest id + 1.
     pub next_community_id: u32,
@@ -135,6 +148,28 @@ impl PreviousRun {
             };
             rows.push((level.value(row), e, r as u32));
         }
+        let path = dir.join(reports::FILE);
+        let b = read_parquet(&path, &reports::schema(), run_id)?;
+        let ids = column_no_nulls::<UInt32Array>(&b, reports::COMMUNITY_ID, &path)?;
+        if ids.values()[..] != community_ids[..] {
+            return Err(EngineError::corrupt(
+                &path,
+                "community_id is not that of communities.parquet, row for row",
+            ));
+        }
+        let report_text_hashes = column_no_nulls::<StringArray>(&b, reports::FULL_CONTENT, &path)?
+            .iter()
+            .map(|t| *blake3::hash(t.unwrap_or_default().as_bytes()).as_bytes())
+            .collect();
+        let path = dir.join(report_embeddings::IPC_FILE);
+        let report_vectors = crate::snapshot::map_embeddings(
+            &path,
+            &report_embeddings::schema(manifest.embedder.dim),
+            None,
+        )?;
+        let report_offsets =
+            crate::snapshot::report_offsets(&path, &report_vectors, &community_ids)?;
+
         let next_community_id = manifest
             .next_community_id
             .unwrap_or_else(|| community_ids.last().map_or(0, |&c| c.saturating_add(1)));
@@ -144,6 +179,15 @@ impl PreviousRun {
                 .get("detection")
                 .cloned()
                 .unwrap_or_default(),
+            community_vectors: manifest
+                .parameters
+                .get("community_vectors")
+                .cloned()
+                .unwrap_or_default(),
+            embedder: manifest.embedder.clone(),
+            report_text_hashes,
+            report_vectors,
+            report_offsets,
             run_id: manifest.run_id,
             entity_concepts,
             entity_degree,
@@ -153,5 +197,35 @@ impl PreviousRun {
             membership: rows,
             next_community_id,
         })
+    }
+}
+
+impl PreviousRun {
+    /// The first `n` vectors of community row `row` (its report-text vectors, by the run's
+    /// recipe), row-major, or `None` when it has fewer.
+    pub fn community_vectors_of(&self, row: usize, n: usize) -> Option<&[f32]> {
+        let start = *self.report_offsets.get(row)? as usize;
+        let end = *self.report_offsets.get(row + 1)? as usize;
+        if end - start < n {
+            return None;
+        }
+        let list = self
+            .report_vectors
+            .column(1)
+            .as_any()
+            .downcast_ref::<FixedSizeListArray>()?;
+        let dim = list.value_length() as usize;
+        let values = list.values().as_any().downcast_ref::<Float32Array>()?;
+        let offset = list.offset();
+        values
+            .values()
+            .get((offset + start) * dim..(offset + start + n) * dim)
+    }
+
+    /// Drops what only detection needed (edges, membership, degrees).
+    pub fn keep_only_vectors(&mut self) {
+        self.edges = Vec::new();
+        self.membership = Vec::new();
+        self.entity_degree = Vec::new();
     }
 }

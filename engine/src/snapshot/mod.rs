@@ -686,7 +686,11 @@ fn read_ivf(dir: &Path, dim: usize, group_rows: &[u32]) -> Result<IvfIndex> {
 /// `community_id` column must hold the communities' ids in their order (`community_ids`, from
 /// `communities.parquet`), each one or more times (see [`report_embeddings`]). Returns
 /// `num_communities + 1` offsets.
-fn report_offsets(path: &Path, batch: &RecordBatch, community_ids: &[u32]) -> Result<Vec<u32>> {
+pub(crate) fn report_offsets(
+    path: &Path,
+    batch: &RecordBatch,
+    community_ids: &[u32],
+) -> Result<Vec<u32>> {
     let num_communities = community_ids.len();
     let ids = batch.column(0);
     if ids.null_count() > 0 {
@@ -720,7 +724,7 @@ fn report_offsets(path: &Path, batch: &RecordBatch, community_ids: &[u32]) -> Re
 }
 
 /// Maps an embedding IPC file and checks its schema and row count.
-fn map_embeddings(
+pub(crate) fn map_embeddings(
     path: &Path,
     schema: &arrow_schema::SchemaRef,
     rows: impl Into<Option<usize>>,

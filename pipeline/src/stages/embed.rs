@@ -20,6 +20,7 @@
 use std::collections::HashMap;
 
 use agrag_engine::embed::{EmbedderIdentity, l2_normalize};
+use agrag_engine::format::previous::PreviousRun;
 use agrag_engine::format::tables::ReportVectors;
 
 use crate::embed::embed_texts;
@@ -34,9 +35,24 @@ use crate::stages::visibility::PassageTable;
 /// only passage vectors held at a time. Within a chunk, texts of similar length share a batch.
 pub(crate) const PASSAGE_CHUNK: usize = 32 * 1024;
 
+/// What a continuing run may take from its parent instead of embedding it again: the
+/// report-text vectors of a community that kept its public id and whose embedded text
+/// (`full_content`) is byte for byte the parent's, under the same embedder and the same
+/// recipe ([`CommunityVectors`]).
+///
+/// [`CommunityVectors`]: crate::report::CommunityVectors
+pub(crate) struct Reuse<'a> {
+    /// The parent run.
+    pub(crate) previous: &'a PreviousRun,
+    /// Public id of each community, by hierarchy id.
+    pub(crate) community_ids: &'a [u32],
+}
+
 /// The embed stage's output, in the buffers the snapshot writer takes.
 #[derive(Debug)]
 pub(crate) struct Embedded {
+    /// Communities whose report-text vectors were taken from the parent run.
+    pub(crate) reused_report_vectors: usize,
     /// The communities' vectors, row-major in community order, with each row's community.
     pub(crate) report_vectors: ReportVectors,
     /// One vector per document, in document order, row-major (`documents × dim`).
@@ -105,6 +121,7 @@ pub(crate) fn embed(
     corpus: &Corpus,
     passages: &PassageTable<'_>,
     reported: &Reported,
+    reuse: Option<Reuse<'_>>,
     phases: &mut Phases,
 ) -> Result<Embedded> {
     let embedder = cfg.embedder.as_ref();
@@ -114,27 +131,66 @@ pub(crate) fn embed(
     let mut values = vec![0.0f32; layout.num_rows() * dim];
     let row = |r: usize| r * dim..(r + 1) * dim;
 
-    // The reports' texts, into their rows.
+    // The reports' texts, into their rows: the parent's vectors where the text is the
+    // parent's, embedded otherwise.
+    let recipe = serde_json::Value::String(cfg.community_vectors.to_string());
+    let reuse = reuse.filter(|r| {
+        !cfg.full && r.previous.embedder == identity && r.previous.community_vectors == recipe
+    });
+    let from_parent: Vec<Option<&[f32]>> = reported
+        .texts
+        .iter()
+        .zip(&reported.reports)
+        .enumerate()
+        .map(|(c, (texts, report))| {
+            let r = reuse.as_ref().filter(|_| !texts.is_empty())?;
+            let row = r
+                .previous
+                .community_ids
+                .binary_search(r.community_ids.get(c)?)
+                .ok()?;
+            let text = blake3::hash(report.full_content.as_bytes());
+            if r.previous.report_text_hashes.get(row)? != text.as_bytes() {
+                return None;
+            }
+            r.previous
+                .community_vectors_of(row, texts.len())
+                .filter(|v| v.len() == texts.len() * dim)
+        })
+        .collect();
+    let reused_report_vectors = from_parent.iter().filter(|v| v.is_some()).count();
     let flat: Vec<&str> = reported
         .texts
         .iter()
-        .flatten()
+        .zip(&from_parent)
+        .filter(|(_, parent)| parent.is_none())
+        .flat_map(|(texts, _)| texts)
         .map(String::as_str)
         .collect();
     let phase = phases.start("embed", Some(flat.len() as u64));
     let text_vectors = embed_texts(embedder, &flat, "reports", &phase.bar)?;
     phases.finish(
         phase,
-        &format!("{} report vectors by {}", flat.len(), identity.model),
+        &format!(
+            "{} report vectors by {}; {reused_report_vectors} communities' taken from the parent run",
+            flat.len(),
+            identity.model
+        ),
     );
     drop(flat);
     let mut text_vectors = text_vectors.into_iter();
     for (c, texts) in reported.texts.iter().enumerate() {
+        if let Some(parent) = from_parent[c] {
+            let first = row(layout.first[c]).start;
+            values[first..first + parent.len()].copy_from_slice(parent);
+            continue;
+        }
         for (i, v) in text_vectors.by_ref().take(texts.len()).enumerate() {
             let r = row(layout.first[c] + i);
             values[r].copy_from_slice(&v);
         }
     }
+    drop(from_parent);
 
     // The titles: each document's row starts as its title's vector.
     let titles: Vec<&str> = corpus.documents.iter().map(|d| d.title.as_str()).collect();
@@ -249,6 +305,7 @@ pub(crate) fn embed(
         .flat_map(|(c, w)| std::iter::repeat_n(c as u32, w[1] - w[0]))
         .collect();
     Ok(Embedded {
+        reused_report_vectors,
         report_vectors: ReportVectors {
             values,
             communities,

@@ -6,6 +6,7 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
+use agrag_engine::embed::{Embedder, HashEmbedder};
 use agrag_engine::format::reader::read_parquet;
 use agrag_engine::format::schema::{
     communities, community_lineage, document_embeddings, entities, membership, mentions, passages,
@@ -166,6 +167,18 @@ fn identical_input_shuffled_on_other_threads_keeps_every_community_and_table() {
     assert_eq!(second.parent_run_id.as_deref(), Some(first.run_id.as_str()));
     assert_eq!(second.lineage["same"], total, "{:?}", second.lineage);
     assert_eq!(second.lineage.values().sum::<usize>(), total);
+    // Every report text is the parent's: its vectors are taken, not embedded again (and the
+    // table comparison below shows them equal to the first run's fresh ones, bit for bit).
+    assert_eq!(first.reused["report_embeddings"], 0);
+    assert_eq!(first.recomputed["report_embeddings"], total);
+    assert_eq!(second.reused["report_embeddings"], total);
+    assert_eq!(second.recomputed["report_embeddings"], 0);
+    assert_eq!(second.recomputed["document_embeddings"], 60);
+    let manifest_stats = Manifest::read(&Layout::new(root.path()).run_dir(&second.run_id))
+        .unwrap()
+        .stats;
+    assert_eq!(manifest_stats["reused"]["report_embeddings"], total);
+    assert_eq!(manifest_stats["lineage"]["same"], total);
     assert_eq!(second.modularity, first.modularity);
     let manifest = Manifest::read(&Layout::new(root.path()).run_dir(&second.run_id)).unwrap();
     assert_eq!(
@@ -278,6 +291,46 @@ fn an_added_document_keeps_the_ids_and_reports_of_untouched_communities() {
         "{kept_reports} of {}",
         same.len()
     );
+
+    // Report vectors: taken from the parent wherever the text is the parent's, and each one
+    // equal bit for bit to embedding that text now.
+    assert!(
+        second.reused["report_embeddings"] >= kept_reports,
+        "{:?}",
+        second.reused
+    );
+    assert_eq!(
+        second.reused["report_embeddings"] + second.recomputed["report_embeddings"],
+        new.len()
+    );
+    let vectors = table(
+        root.path(),
+        &second.run_id,
+        report_embeddings::FILE,
+        &report_embeddings::schema(384),
+    );
+    let ids = u32s(&vectors, report_embeddings::COMMUNITY_ID);
+    let list = vectors
+        .column(1)
+        .as_any()
+        .downcast_ref::<arrow_array::FixedSizeListArray>()
+        .unwrap();
+    let embedder = HashEmbedder::default();
+    let mut checked = 0;
+    for (row, &c) in ids.iter().enumerate() {
+        if row > 0 && ids[row - 1] == c {
+            continue; // the community's text row is its first
+        }
+        if old_reports.get(&c) != Some(&new_reports[&c]) {
+            continue;
+        }
+        let fresh = embedder.embed(&new_reports[&c].1).unwrap();
+        let stored = list.value(row);
+        let stored = stored.as_primitive::<arrow_array::types::Float32Type>();
+        assert_eq!(stored.values().to_vec(), fresh, "community {c}");
+        checked += 1;
+    }
+    assert!(checked >= kept_reports, "{checked}");
 }
 
 #[test]
