@@ -963,7 +963,8 @@ impl ThemePassage {
     }
 }
 
-/// One theme: `theme_id` (the community id), `level`, `score` (cosine of the question to the
+/// One theme: `theme_id` (the community's public id, kept across runs while its members stay
+/// more than half the same), `level`, `score` (cosine of the question to the
 /// community's report; orders themes, not a confidence), `entities` (up to five member
 /// names), `passages`.
 #[pyclass(frozen, get_all, module = "agrag")]

@@ -180,7 +180,9 @@ pub struct ThemePassage {
 /// One theme: a community of the run that matched the question.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Theme {
-    /// The community id.
+    /// The community's public id (`community_id` of the snapshot's tables): a continuing run
+    /// keeps it for a community whose member set stays more than half the same (see the
+    /// `community_lineage` table).
     pub theme_id: u32,
     /// Its level (0 = coarsest).
     pub level: u32,
