@@ -463,6 +463,8 @@ mod tests {
                 agrag_engine::format::schema::report_embeddings::schema(4),
             ),
             report_offsets: vec![0; ids.len() + 1],
+            dir: std::path::PathBuf::new(),
+            files: Vec::new(),
             next_community_id: next,
         }
     }

@@ -152,7 +152,7 @@ pub struct RunSummary {
     pub parent_run_id: Option<String>,
     /// Whether detection started from the parent's communities (not with `--full`, nor
     /// without a parent, nor with a membership table, nor when the parent was detected with
-    /// other detection parameters).
+    /// other detection parameters than the polish).
     pub warm_start: bool,
     /// Rows of the `community_lineage` table per event (`same`, `grew`, `shrank`, `split`,
     /// `merged`, `new`, `dissolved`).

@@ -63,6 +63,17 @@ pub enum Verify {
 /// (permission denied, for instance).
 pub fn verify_run(dir: &Path, manifest: &Manifest, level: Verify) -> Result<()> {
     for entry in &manifest.files {
+        verify_file(dir, entry, level)?;
+    }
+    Ok(())
+}
+
+/// Checks one file of the run in `dir` against its manifest entry, as [`verify_run`] does.
+///
+/// # Errors
+/// As [`verify_run`], for that file.
+pub fn verify_file(dir: &Path, entry: &FileEntry, level: Verify) -> Result<()> {
+    {
         let path = dir.join(&entry.name);
         // A missing file is a damaged run; any other refusal (permission denied, say) is the
         // operating system's, not the run's.

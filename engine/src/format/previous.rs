@@ -2,15 +2,16 @@
 //! with their weighted degrees, its edges, and its communities with their members, read back from the
 //! run's tables so that the next run can warm-start detection and keep community ids.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Float64Type, UInt32Type};
 use arrow_array::{Array, FixedSizeListArray, Float32Array, RecordBatch, StringArray, UInt32Array};
 
-use super::manifest::Manifest;
+use super::manifest::{FileEntry, Manifest};
 use super::reader::{column_no_nulls, read_parquet};
 use super::schema::{communities, entities, membership, relationships, report_embeddings, reports};
+use super::{Verify, verify_file};
 use crate::embed::EmbedderIdentity;
 use crate::error::{EngineError, Result};
 
@@ -41,29 +42,46 @@ pub struct PreviousRun {
     /// manifest), `Null` when absent.
     pub community_vectors: serde_json::Value,
     /// BLAKE3 of each community's embedded report text (`reports.parquet`'s `full_content`),
-    /// by community row.
+    /// by community row (empty until [`read_vectors`](Self::read_vectors)).
     pub report_text_hashes: Vec<[u8; 32]>,
-    /// The run's community vectors (`report_embeddings.arrow`, mapped, not copied).
+    /// The run's community vectors (`report_embeddings.arrow`, mapped, not copied; empty
+    /// until [`read_vectors`](Self::read_vectors)).
     pub report_vectors: RecordBatch,
-    /// Community row `c`'s vectors are rows `report_offsets[c]..report_offsets[c + 1]`.
+    /// Community row `c`'s vectors are rows `report_offsets[c]..report_offsets[c + 1]`
+    /// (empty until [`read_vectors`](Self::read_vectors)).
     pub report_offsets: Vec<u32>,
+    /// The run's folder.
+    pub dir: PathBuf,
+    /// The run's files as its manifest lists them.
+    pub files: Vec<FileEntry>,
     /// Smallest community id that no run on the root had used: the manifest's
     /// `next_community_id`, or for runs written before it was recorded the largest id + 1.
     pub next_community_id: u32,
 }
 
 impl PreviousRun {
-    /// Reads the run in `dir` (its manifest, checked against `manifest.blake3`, then
-    /// `entities.parquet`, `relationships.parquet`, `communities.parquet` and
-    /// `membership.parquet`).
+    /// Reads what detection continues from in the run in `dir`: its manifest (checked against
+    /// `manifest.blake3`), then `entities.parquet`, `relationships.parquet`,
+    /// `communities.parquet` and `membership.parquet`, each checked against the manifest's
+    /// size and BLAKE3 first. The community vectors are read by
+    /// [`read_vectors`](Self::read_vectors).
     ///
     /// # Errors
     /// [`EngineError::Io`] when a file cannot be read; [`EngineError::Corrupt`] naming the
-    /// file and row when a table is damaged: ids not strictly ascending, a membership row
-    /// naming an entity or community the run lacks.
+    /// file when it is missing, not listed, of another size or checksum, or damaged (and the
+    /// row: ids not strictly ascending, a membership row naming an entity or community the run
+    /// lacks).
     pub fn read(dir: &Path) -> Result<Self> {
         let manifest = Manifest::read(dir)?;
         let run_id = Some(manifest.run_id.as_str());
+        for name in [
+            entities::FILE,
+            relationships::FILE,
+            communities::FILE,
+            membership::FILE,
+        ] {
+            verified(dir, &manifest.files, name)?;
+        }
         let path = dir.join(entities::FILE);
         let b = read_parquet(&path, &entities::schema(), run_id)?;
         let ids = column_no_nulls::<UInt32Array>(&b, entities::ENTITY_ID, &path)?;
@@ -148,28 +166,6 @@ impl PreviousRun {
             };
             rows.push((level.value(row), e, r as u32));
         }
-        let path = dir.join(reports::FILE);
-        let b = read_parquet(&path, &reports::schema(), run_id)?;
-        let ids = column_no_nulls::<UInt32Array>(&b, reports::COMMUNITY_ID, &path)?;
-        if ids.values()[..] != community_ids[..] {
-            return Err(EngineError::corrupt(
-                &path,
-                "community_id is not that of communities.parquet, row for row",
-            ));
-        }
-        let report_text_hashes = column_no_nulls::<StringArray>(&b, reports::FULL_CONTENT, &path)?
-            .iter()
-            .map(|t| *blake3::hash(t.unwrap_or_default().as_bytes()).as_bytes())
-            .collect();
-        let path = dir.join(report_embeddings::IPC_FILE);
-        let report_vectors = crate::snapshot::map_embeddings(
-            &path,
-            &report_embeddings::schema(manifest.embedder.dim),
-            None,
-        )?;
-        let report_offsets =
-            crate::snapshot::report_offsets(&path, &report_vectors, &community_ids)?;
-
         let next_community_id = manifest
             .next_community_id
             .unwrap_or_else(|| community_ids.last().map_or(0, |&c| c.saturating_add(1)));
@@ -185,9 +181,13 @@ impl PreviousRun {
                 .cloned()
                 .unwrap_or_default(),
             embedder: manifest.embedder.clone(),
-            report_text_hashes,
-            report_vectors,
-            report_offsets,
+            report_text_hashes: Vec::new(),
+            report_vectors: RecordBatch::new_empty(report_embeddings::schema(
+                manifest.embedder.dim,
+            )),
+            report_offsets: Vec::new(),
+            dir: dir.to_owned(),
+            files: manifest.files.clone(),
             run_id: manifest.run_id,
             entity_concepts,
             entity_degree,
@@ -201,6 +201,43 @@ impl PreviousRun {
 }
 
 impl PreviousRun {
+    /// Reads the community vectors of the run (`reports.parquet`'s embedded texts, hashed, and
+    /// `report_embeddings.arrow`, mapped), each file checked against the manifest's size and
+    /// BLAKE3 first, so that a continuing run can take the vectors of unchanged texts.
+    ///
+    /// # Errors
+    /// As [`read`](Self::read), for those two files; then nothing is reused.
+    pub fn read_vectors(&mut self) -> Result<()> {
+        let dir = self.dir.clone();
+        let run_id = Some(self.run_id.as_str());
+        verified(&dir, &self.files, reports::FILE)?;
+        verified(&dir, &self.files, report_embeddings::IPC_FILE)?;
+        let path = dir.join(reports::FILE);
+        let b = read_parquet(&path, &reports::schema(), run_id)?;
+        let ids = column_no_nulls::<UInt32Array>(&b, reports::COMMUNITY_ID, &path)?;
+        if ids.values()[..] != self.community_ids[..] {
+            return Err(EngineError::corrupt(
+                &path,
+                "community_id is not that of communities.parquet, row for row",
+            ));
+        }
+        let hashes = column_no_nulls::<StringArray>(&b, reports::FULL_CONTENT, &path)?
+            .iter()
+            .map(|t| *blake3::hash(t.unwrap_or_default().as_bytes()).as_bytes())
+            .collect();
+        let path = dir.join(report_embeddings::IPC_FILE);
+        let vectors = crate::snapshot::map_embeddings(
+            &path,
+            &report_embeddings::schema(self.embedder.dim),
+            None,
+        )?;
+        let offsets = crate::snapshot::report_offsets(&path, &vectors, &self.community_ids)?;
+        self.report_text_hashes = hashes;
+        self.report_vectors = vectors;
+        self.report_offsets = offsets;
+        Ok(())
+    }
+
     /// The first `n` vectors of community row `row` (its report-text vectors, by the run's
     /// recipe), row-major, or `None` when it has fewer.
     pub fn community_vectors_of(&self, row: usize, n: usize) -> Option<&[f32]> {
@@ -228,4 +265,28 @@ impl PreviousRun {
         self.membership = Vec::new();
         self.entity_degree = Vec::new();
     }
+}
+
+/// Checks the file `name` of the run in `dir` against its entry in `files` (size and BLAKE3).
+fn verified(dir: &Path, files: &[FileEntry], name: &str) -> Result<()> {
+    let entry = files
+        .iter()
+        .find(|f| f.name == name)
+        .ok_or_else(|| EngineError::corrupt(dir.join(name), "not listed in the run's manifest"))?;
+    verify_file(dir, entry, Verify::Checksums)
+}
+
+/// The next community id after those of `communities.parquet` in the run folder `dir`, read
+/// without its manifest (best effort, for a run whose manifest cannot be read: its ids must not
+/// be used again); `None` when the table cannot be read.
+pub fn next_id_on_disk(dir: &Path) -> Option<u32> {
+    let path = dir.join(communities::FILE);
+    let b = read_parquet(&path, &communities::schema(), None).ok()?;
+    let ids = column_no_nulls::<UInt32Array>(&b, communities::COMMUNITY_ID, &path).ok()?;
+    Some(
+        ids.values()
+            .iter()
+            .max()
+            .map_or(0, |&m| m.saturating_add(1)),
+    )
 }

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use agrag_engine::format::previous::PreviousRun;
+use agrag_engine::format::previous::{PreviousRun, next_id_on_disk};
 use agrag_engine::format::tables::LineageColumns;
 use agrag_engine::format::{Layout, Manifest};
 
@@ -50,10 +50,17 @@ impl Parent {
     pub(crate) fn read(layout: &Layout) -> Parent {
         let run = match layout.read_latest() {
             Ok(Some(id)) => match PreviousRun::read(&layout.run_dir(&id)) {
-                Ok(run) => Some(run),
+                Ok(mut run) => {
+                    if let Err(e) = run.read_vectors() {
+                        tracing::warn!(
+                            "the vectors of the published run {id} cannot be reused ({e}); every report is embedded"
+                        );
+                    }
+                    Some(run)
+                }
                 Err(e) => {
                     tracing::warn!(
-                        "the published run {id} cannot be read back ({e}); detection starts cold and every community gets a new id"
+                        "the published run {id} cannot be read back ({e}); detection starts cold and every community gets an id no run on this root has used"
                     );
                     None
                 }
@@ -67,13 +74,16 @@ impl Parent {
         // Ids of every run on the root, not only the parent's, are never reused.
         let mut next = run.as_ref().map_or(0, |r| r.next_community_id);
         for id in layout.list_runs().unwrap_or_default() {
-            if let Ok(m) = Manifest::read(&layout.run_dir(&id)) {
-                let used = m.next_community_id.map(u64::from).or_else(|| {
+            let dir = layout.run_dir(&id);
+            let used = match Manifest::read(&dir) {
+                Ok(m) => m.next_community_id.map(u64::from).or_else(|| {
                     m.file(agrag_engine::format::schema::communities::FILE)
                         .map(|f| f.rows)
-                });
-                next = next.max(used.map_or(0, |u| u32::try_from(u).unwrap_or(u32::MAX)));
-            }
+                }),
+                // A run whose manifest is damaged still holds ids: read them as they are.
+                Err(_) => next_id_on_disk(&dir).map(u64::from),
+            };
+            next = next.max(used.map_or(0, |u| u32::try_from(u).unwrap_or(u32::MAX)));
         }
         Parent {
             run,
@@ -119,19 +129,41 @@ pub(crate) fn detect(
         .collect();
     let keys: Vec<&str> = entity_keys.iter().map(String::as_str).collect();
     // A warm start continues the parent's optimisation: only under the same detection
-    // parameters (another resolution, objective or seed asks for other communities).
-    let same_parameters = |previous: &PreviousRun| {
-        serde_json::to_value(&cfg.leiden).is_ok_and(|now| now == previous.detection)
+    // parameters (another resolution, objective or seed asks for other communities; the
+    // polish does not change what is asked for).
+    let differing = |previous: &PreviousRun| -> Vec<String> {
+        let now = serde_json::to_value(&cfg.leiden).unwrap_or_default();
+        let empty = serde_json::Map::new();
+        let (now, before) = (
+            now.as_object().unwrap_or(&empty),
+            previous.detection.as_object().unwrap_or(&empty),
+        );
+        now.keys()
+            .chain(before.keys())
+            .filter(|k| k.as_str() != "polish" && now.get(*k) != before.get(*k))
+            .map(|k| {
+                format!(
+                    "{k} {} (was {})",
+                    now.get(k).map_or("–".into(), |v| v.to_string()),
+                    before.get(k).map_or("–".into(), |v| v.to_string())
+                )
+            })
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .collect()
     };
     let warm = match (&parent.run, &sources.membership) {
-        (Some(previous), None) if !cfg.full && same_parameters(previous) => {
-            Some(lineage::warm_start(&csr, &keys, previous))
-        }
-        (Some(_), None) if !cfg.full => {
-            tracing::info!(
-                "the parent run was detected with other parameters: detection starts from nothing"
-            );
-            None
+        (Some(previous), None) if !cfg.full => {
+            let differ = differing(previous);
+            if differ.is_empty() {
+                Some(lineage::warm_start(&csr, &keys, previous))
+            } else {
+                tracing::info!(
+                    "detection starts from nothing: other detection parameters than the parent run's: {}",
+                    differ.join(", ")
+                );
+                None
+            }
         }
         _ => None,
     };

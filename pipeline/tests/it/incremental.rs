@@ -392,3 +392,49 @@ fn full_detects_from_nothing_but_still_carries_ids_over() {
         assert!(r.0 >= used, "{r:?} reuses an id below {used}");
     }
 }
+
+#[test]
+fn a_damaged_parent_is_not_trusted_and_its_ids_are_not_reused() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let lines = fixture_lines();
+    let layout = Layout::new(root.path());
+    let first = run_on(root.path(), dir.path(), "a.jsonl", &lines, |_| {});
+    // Same size, other bytes: only the checksum tells.
+    let arrow = layout
+        .run_dir(&first.run_id)
+        .join(report_embeddings::IPC_FILE);
+    let mut bytes = std::fs::read(&arrow).unwrap();
+    let at = bytes.len() / 2;
+    for b in &mut bytes[at..at + 64] {
+        *b ^= 0x5a;
+    }
+    std::fs::write(&arrow, &bytes).unwrap();
+    let second = run_on(root.path(), dir.path(), "b.jsonl", &lines, |_| {});
+    assert!(second.warm_start, "detection does not need the vectors");
+    assert_eq!(
+        second.reused["report_embeddings"], 0,
+        "damaged vectors are not taken"
+    );
+    let total = second.communities_per_level.iter().sum::<usize>();
+    assert_eq!(second.lineage["same"], total);
+
+    // A parent whose manifest no longer matches its checksum: a cold start, and new ids past
+    // every id on disk.
+    let manifest = layout.run_dir(&second.run_id).join("manifest.json");
+    let mut text = std::fs::read(&manifest).unwrap();
+    text.push(b' ');
+    std::fs::write(&manifest, text).unwrap();
+    let third = run_on(root.path(), dir.path(), "c.jsonl", &lines[..40], |_| {});
+    assert!(!third.warm_start && third.parent_run_id.is_none());
+    let used = member_sets(root.path(), &second.run_id)
+        .keys()
+        .max()
+        .copied()
+        .unwrap();
+    let ids = member_sets(root.path(), &third.run_id);
+    assert!(
+        ids.keys().all(|&c| c > used),
+        "an id of the damaged run is used again"
+    );
+}
