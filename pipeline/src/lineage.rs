@@ -447,7 +447,6 @@ mod tests {
         PreviousRun {
             run_id: "parent".into(),
             entity_concepts: keys.iter().map(|k| (*k).to_owned()).collect(),
-            entity_degree: vec![1.0; keys.len()],
             community_ids: ids.to_vec(),
             community_level: vec![0; ids.len()],
             membership,

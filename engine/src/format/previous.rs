@@ -1,5 +1,5 @@
 //! What a published run hands to the next run on the same root: its entities (by concept id)
-//! with their weighted degrees, its edges, and its communities with their members, read back from the
+//! and edges, and its communities with their members, read back from the
 //! run's tables so that the next run can warm-start detection and keep community ids.
 
 use std::path::{Path, PathBuf};
@@ -9,7 +9,7 @@ use arrow_array::types::{Float64Type, UInt32Type};
 use arrow_array::{Array, FixedSizeListArray, Float32Array, RecordBatch, StringArray, UInt32Array};
 
 use super::manifest::{FileEntry, Manifest};
-use super::reader::{column_no_nulls, read_parquet};
+use super::reader::{check_dense_ids, column_no_nulls, read_parquet};
 use super::schema::{communities, entities, membership, relationships, report_embeddings, reports};
 use super::{Verify, verify_file};
 use crate::embed::EmbedderIdentity;
@@ -22,8 +22,6 @@ pub struct PreviousRun {
     pub run_id: String,
     /// Concept id of each entity (index = `entity_id`).
     pub entity_concepts: Vec<String>,
-    /// Weighted degree of each entity in that run's graph (edge-weight units).
-    pub entity_degree: Vec<f64>,
     /// The run's edges `(source, target, weight)` over entity ids, `source < target`, sorted.
     pub edges: Vec<(u32, u32, f64)>,
     /// Public id of each community, strictly ascending (row order of `communities.parquet`).
@@ -84,28 +82,11 @@ impl PreviousRun {
         }
         let path = dir.join(entities::FILE);
         let b = read_parquet(&path, &entities::schema(), run_id)?;
-        let ids = column_no_nulls::<UInt32Array>(&b, entities::ENTITY_ID, &path)?;
-        if ids
-            .values()
-            .iter()
-            .enumerate()
-            .any(|(i, &e)| e as usize != i)
-        {
-            return Err(EngineError::corrupt(
-                &path,
-                "entity_id must be dense from 0, in order",
-            ));
-        }
+        check_dense_ids(&b, entities::ENTITY_ID, &path)?;
         let entity_concepts = column_no_nulls::<StringArray>(&b, entities::CONCEPT_ID, &path)?
             .iter()
             .map(|s| s.unwrap_or_default().to_owned())
             .collect::<Vec<_>>();
-        let entity_degree = b
-            .column_by_name(entities::DEGREE)
-            .ok_or_else(|| EngineError::corrupt(&path, "missing column \"degree\""))?
-            .as_primitive::<Float64Type>()
-            .values()
-            .to_vec();
 
         let path = dir.join(relationships::FILE);
         let b = read_parquet(&path, &relationships::schema(), run_id)?;
@@ -190,7 +171,6 @@ impl PreviousRun {
             files: manifest.files.clone(),
             run_id: manifest.run_id,
             entity_concepts,
-            entity_degree,
             edges,
             community_ids,
             community_level,
@@ -259,11 +239,10 @@ impl PreviousRun {
             .get((offset + start) * dim..(offset + start + n) * dim)
     }
 
-    /// Drops what only detection needed (edges, membership, degrees).
+    /// Drops what only detection needed (edges, membership).
     pub fn keep_only_vectors(&mut self) {
         self.edges = Vec::new();
         self.membership = Vec::new();
-        self.entity_degree = Vec::new();
     }
 }
 

@@ -169,3 +169,24 @@ pub fn column_no_nulls<'a, T: Array + 'static>(
     }
     Ok(c)
 }
+
+/// Checks that the column `name` of `batch` holds 0, 1, 2, … row for row (the dense ids of
+/// `entities.parquet`).
+///
+/// # Errors
+/// As [`column_no_nulls`], and [`EngineError::Corrupt`] when an id is not its row number.
+pub fn check_dense_ids(batch: &RecordBatch, name: &str, path: &Path) -> Result<()> {
+    let ids = column_no_nulls::<arrow_array::UInt32Array>(batch, name, path)?;
+    if ids
+        .values()
+        .iter()
+        .enumerate()
+        .any(|(i, &e)| e as usize != i)
+    {
+        return Err(EngineError::corrupt(
+            path,
+            format!("{name} must be dense from 0, in order"),
+        ));
+    }
+    Ok(())
+}

@@ -258,18 +258,7 @@ impl Snapshot {
         // Entities.
         let path = p(entities::FILE);
         let b = read_parquet(&path, &entities::schema(), run_id)?;
-        let eid = column_no_nulls::<arrow_array::UInt32Array>(&b, entities::ENTITY_ID, &path)?;
-        if eid
-            .values()
-            .iter()
-            .enumerate()
-            .any(|(i, &e)| e as usize != i)
-        {
-            return Err(EngineError::corrupt(
-                &path,
-                "entity_id must be dense from 0, in order",
-            ));
-        }
+        crate::format::reader::check_dense_ids(&b, entities::ENTITY_ID, &path)?;
         let entity_names = column_no_nulls::<arrow_array::StringArray>(&b, entities::NAME, &path)?
             .iter()
             .map(|s| s.unwrap_or_default().to_owned())
@@ -285,7 +274,7 @@ impl Snapshot {
             .as_primitive::<Float64Type>()
             .values()
             .to_vec();
-        let num_entities = eid.len();
+        let num_entities = b.num_rows();
 
         // Mentions.
         let path = p(mentions::FILE);
