@@ -72,10 +72,13 @@ DOCUMENTED = {
     "report_ivf_centroids": [("list_id", U32, "UINTEGER"), ("centroid", None, None)],
     "report_ivf_lists": [("list_id", U32, "UINTEGER"), ("community_id", U32, "UINTEGER"),
                          ("scale", pa.float32(), "FLOAT"), ("code", "int8", None)],
+    # The vectors of every distinct title and passage, keyed by the BLAKE3 of the text, which the
+    # next run on the root reuses (Arrow IPC only; runs written before it lack it).
+    "text_embeddings": [("text_blake3", pa.binary(32), "BLOB"), ("embedding", None, None)],
 }
 
 
-ACCELERATORS = ("concept_postings", "report_ivf_centroids", "report_ivf_lists")
+ACCELERATORS = ("concept_postings", "report_ivf_centroids", "report_ivf_lists", "text_embeddings")
 # Tables added after the golden run of format 1 was written: every new run has them.
 ADDED_LATER = ("concept_evidence", "report_sources", "community_lineage")
 TABLES = [t for t in DOCUMENTED if t not in ACCELERATORS and t not in ADDED_LATER]

@@ -1,11 +1,12 @@
 //! Our communities against GraphRAG's own on the same graph: modularity (γ = 1) of both
 //! partitions at level 0 and at the leaves, and NMI between them.
 //!
-//! `cargo run -p agrag-benches --features graphrag --example graphrag_compare [INDEX_DIR]`
-//! (default: the shipped
-//! `data/graphrag/operation-dulce`). The graph is the one `agrag-pipeline run --graphrag` builds
-//! (entities as nodes, relationship weights summed per pair); ours is hierarchical Leiden with
-//! the run's default parameters.
+//! `cargo run -p agrag-benches --features graphrag --example graphrag_compare [INDEX_DIR] [SEEDS]`
+//! (default: the shipped `data/graphrag/operation-dulce`, 5 seeds). The graph is the one
+//! `agrag-pipeline run --graphrag` builds (entities as nodes, relationship weights summed per
+//! pair); ours is hierarchical Leiden with the run's default parameters, run with seeds
+//! 1, 2, …, SEEDS: the figures are the median (min–max) over the seeds. GraphRAG's partition is
+//! the one its index holds (one run of its own).
 use std::collections::HashMap;
 use std::fs::File;
 use std::path::PathBuf;
@@ -75,39 +76,74 @@ fn main() {
         "an entity outside GraphRAG's level 0"
     );
 
-    let hierarchy = hierarchical_leiden(&graph, &LeidenConfig::default()).expect("detection");
-    let mut ours_top = vec![0u32; n];
-    for c in hierarchy.level(0) {
-        for &m in &c.members {
-            ours_top[m as usize] = c.id;
-        }
-    }
-    let ours_leaf = hierarchy.leaf_membership(n);
+    let seeds: u64 = std::env::args()
+        .nth(2)
+        .map_or(5, |s| s.parse().expect("SEEDS: a positive count"))
+        .max(1);
     let count = |p: &[u32]| {
         let mut v = p.to_vec();
         v.sort_unstable();
         v.dedup();
-        v.len()
+        v.len() as f64
+    };
+    // Per seed: (communities, modularity, NMI against GraphRAG's) at level 0 and at the leaves.
+    let mut top = Vec::new();
+    let mut leaf = Vec::new();
+    for seed in 1..=seeds {
+        let config = LeidenConfig {
+            seed,
+            ..LeidenConfig::default()
+        };
+        let hierarchy = hierarchical_leiden(&graph, &config).expect("detection");
+        let mut ours_top = vec![0u32; n];
+        for c in hierarchy.level(0) {
+            for &m in &c.members {
+                ours_top[m as usize] = c.id;
+            }
+        }
+        let ours_leaf = hierarchy.leaf_membership(n);
+        top.push([
+            count(&ours_top),
+            modularity(&graph, &ours_top, 1.0),
+            nmi(&ours_top, &theirs_top),
+        ]);
+        leaf.push([
+            count(&ours_leaf),
+            modularity(&graph, &ours_leaf, 1.0),
+            nmi(&ours_leaf, &theirs_leaf),
+        ]);
+    }
+    // "median (min–max)" of column `i` over the seeds.
+    let spread = |rows: &[[f64; 3]], i: usize, digits: usize| {
+        let mut v: Vec<f64> = rows.iter().map(|r| r[i]).collect();
+        v.sort_by(f64::total_cmp);
+        let median = if v.len() % 2 == 1 {
+            v[v.len() / 2]
+        } else {
+            (v[v.len() / 2 - 1] + v[v.len() / 2]) / 2.0
+        };
+        format!(
+            "{median:.digits$} ({:.digits$}–{:.digits$})",
+            v[0],
+            v[v.len() - 1]
+        )
     };
     println!(
-        "graph: {n} entities, {} edges ({} relationships left out)",
+        "graph: {n} entities, {} edges ({} relationships left out); ours over seeds 1–{seeds}: median (min–max)",
         graph.num_edges(),
         index.dropped_relationships.len()
     );
-    println!(
-        "level 0   ours {:>2} communities, modularity {:.4} | GraphRAG {:>2}, modularity {:.4} | NMI {:.4}",
-        count(&ours_top),
-        modularity(&graph, &ours_top, 1.0),
-        count(&theirs_top),
-        modularity(&graph, &theirs_top, 1.0),
-        nmi(&ours_top, &theirs_top)
-    );
-    println!(
-        "leaves    ours {:>2} communities, modularity {:.4} | GraphRAG {:>2}, modularity {:.4} | NMI {:.4}",
-        count(&ours_leaf),
-        modularity(&graph, &ours_leaf, 1.0),
-        count(&theirs_leaf),
-        modularity(&graph, &theirs_leaf, 1.0),
-        nmi(&ours_leaf, &theirs_leaf)
-    );
+    for (name, rows, theirs) in [
+        ("level 0", &top, &theirs_top),
+        ("leaves ", &leaf, &theirs_leaf),
+    ] {
+        println!(
+            "{name}   ours {} communities, modularity {} | GraphRAG {}, modularity {:.4} | NMI {}",
+            spread(rows, 0, 0),
+            spread(rows, 1, 4),
+            count(theirs),
+            modularity(&graph, theirs, 1.0),
+            spread(rows, 2, 4)
+        );
+    }
 }

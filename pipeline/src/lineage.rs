@@ -462,6 +462,7 @@ mod tests {
                 agrag_engine::format::schema::report_embeddings::schema(4),
             ),
             report_offsets: vec![0; ids.len() + 1],
+            text_embeddings: None,
             dir: std::path::PathBuf::new(),
             files: Vec::new(),
             next_community_id: next,

@@ -8,7 +8,9 @@ use agrag_engine::format::tables::{
     CommunityRow, DocumentFields, EntityRow, LineageColumns, MembershipRow, ReportRow,
     ReportVectors,
 };
-use agrag_engine::format::{Layout, Manifest, RunColumns, RunLookups, write_run_columns};
+use agrag_engine::format::{
+    Layout, Manifest, RunColumns, RunLookups, RunWriter, write_run_columns_into,
+};
 
 use crate::error::{PipelineError, Result};
 use crate::ingest::Corpus;
@@ -112,7 +114,8 @@ impl RunLookups for CorpusLookups<'_> {
     }
 }
 
-/// Writes the run through `write_run_columns` and points `LATEST` at it. On any error nothing
+/// Completes the run `writer` started through `write_run_columns_into` and points `LATEST` at
+/// it. On any error nothing
 /// is published and `LATEST` is untouched. The tables' columns are consumed (the writer sorts
 /// them in place and drops each once written).
 ///
@@ -121,7 +124,7 @@ impl RunLookups for CorpusLookups<'_> {
 /// tables (a bug).
 pub fn publish(
     layout: &Layout,
-    run_id: &str,
+    writer: RunWriter,
     tables: RunTables<'_>,
     parameters: serde_json::Value,
     input_fingerprint: String,
@@ -215,15 +218,15 @@ pub fn publish(
         report_embeddings: tables.report_vectors,
         document_embeddings: tables.document_embeddings,
     };
-    let manifest = write_run_columns(
-        layout,
-        run_id,
+    let run_id = writer.run_id().to_owned();
+    let manifest = write_run_columns_into(
+        writer,
         cols,
         &tables.embedder,
         parameters,
         input_fingerprint,
         stats,
     )?;
-    layout.write_latest(run_id)?;
+    layout.write_latest(&run_id)?;
     Ok(manifest)
 }

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use agrag_engine::embed::Embedder;
-use agrag_engine::format::{Layout, new_run_id};
+use agrag_engine::format::{Layout, RunWriter, new_run_id};
 use serde::Serialize;
 
 use crate::detect::Detected;
@@ -157,10 +157,12 @@ pub struct RunSummary {
     /// Rows of the `community_lineage` table per event (`same`, `grew`, `shrank`, `split`,
     /// `merged`, `new`, `dissolved`).
     pub lineage: BTreeMap<&'static str, usize>,
-    /// Per artifact, the items taken from the parent run: `linked_passages`,
-    /// `document_embeddings`, `reports`, `report_embeddings` (communities whose report-text
-    /// vectors were the parent's: same public id, same embedded text, same embedder and
-    /// recipe). Only report embeddings are reused so far.
+    /// Per artifact, the items taken from the parent run: `linked_passages` (none yet: every
+    /// passage is linked again), `text_embeddings` (distinct titles and passages whose vector
+    /// is the parent's: same text, same embedder), `document_embeddings` (documents whose
+    /// title and visible passages all had the parent's vectors), `reports` (none yet) and
+    /// `report_embeddings` (communities whose report-text vectors were the parent's: same
+    /// public id, same embedded text, same embedder and recipe).
     pub reused: BTreeMap<&'static str, usize>,
     /// Per artifact (same keys), the items computed by this run.
     pub recomputed: BTreeMap<&'static str, usize>,
@@ -181,6 +183,9 @@ struct StageStats<'a> {
     lineage_counts: &'a BTreeMap<&'static str, usize>,
     warm_start: bool,
     reused_report_vectors: usize,
+    /// Distinct title and passage texts whose vectors came from the parent, and embedded.
+    text_vectors: (usize, usize),
+    reused_document_vectors: usize,
 }
 
 impl RunSummary {
@@ -227,7 +232,8 @@ impl RunSummary {
             lineage: stages.lineage_counts.clone(),
             reused: BTreeMap::from([
                 ("linked_passages", 0),
-                ("document_embeddings", 0),
+                ("document_embeddings", stages.reused_document_vectors),
+                ("text_embeddings", stages.text_vectors.0),
                 ("reports", 0),
                 ("report_embeddings", stages.reused_report_vectors),
             ]),
@@ -236,7 +242,11 @@ impl RunSummary {
                     "linked_passages",
                     ingest.passages.saturating_sub(num_excluded),
                 ),
-                ("document_embeddings", ingest.documents),
+                (
+                    "document_embeddings",
+                    ingest.documents - stages.reused_document_vectors,
+                ),
+                ("text_embeddings", stages.text_vectors.1),
                 ("reports", detected.hierarchy.communities.len()),
                 (
                     "report_embeddings",
@@ -348,12 +358,23 @@ fn run_in_pool(cfg: &RunConfig, sources: &Sources) -> Result<RunSummary> {
         previous,
         community_ids: &detected.community_ids,
     });
-    let embedded = stages::embed::embed(cfg, &corpus, &passages, &reported, reuse, &mut phases)?;
+    // The run's files are staged from here on (a failed run removes them): the title and
+    // passage vectors go to disk as they are made.
+    let run_id = new_run_id();
+    let mut writer = RunWriter::create(&layout, &run_id)?;
+    let embedded = stages::embed::embed(
+        cfg,
+        &corpus,
+        &passages,
+        &reported,
+        reuse,
+        &mut writer,
+        &mut phases,
+    )?;
     drop(parent);
     let num_excluded = passages.num_excluded();
     drop(passages);
 
-    let run_id = new_run_id();
     let mut summary = RunSummary::from_stages(
         run_id.clone(),
         layout.run_dir(&run_id),
@@ -368,6 +389,8 @@ fn run_in_pool(cfg: &RunConfig, sources: &Sources) -> Result<RunSummary> {
             lineage_counts: &detected.lineage_counts,
             warm_start: detected.warm_start,
             reused_report_vectors: embedded.reused_report_vectors,
+            text_vectors: embedded.text_vectors,
+            reused_document_vectors: embedded.reused_document_vectors,
         },
         phases.seconds().clone(),
     );
@@ -381,7 +404,7 @@ fn run_in_pool(cfg: &RunConfig, sources: &Sources) -> Result<RunSummary> {
         reported,
         embedded,
     };
-    stages::publish::publish(cfg, sources, &layout, &summary, inputs, &mut phases)?;
+    stages::publish::publish(cfg, sources, &layout, writer, &summary, inputs, &mut phases)?;
     summary.seconds = phases.into_seconds();
     Ok(summary)
 }

@@ -27,13 +27,15 @@
 //! f32 GEMM rate (2048², `--threads` threads, through the `gemm` crate MiniLM runs on),
 //! measured before the first run and after the last.
 //!
-//! Delta (`--delta`): for each of `--sizes`, a run on the corpus, then the night's change
+//! Delta (`--delta`): for each of `--sizes` (built-in embedder) and `--minilm-sizes`
+//! (all-MiniLM-L6-v2), a run on the corpus, then the night's change
 //! (1 % documents added, 0.5 % edited, 0.5 % deleted; generated deterministically and cached
 //! beside the corpus) run twice from copies of that root: with `--full` (detection from
 //! nothing) and warm (the default, detection from the parent's communities). Prints wall
 //! seconds, modularity, the share of communities per level that kept their predecessor's id
-//! with Jaccard ≥ 0.9, the lineage events, and the targets: warm wall ≤ 25 % of the full
-//! run's, ≥ 90 % of ids kept at every level, modularity within 0.005 of the full run.
+//! with Jaccard ≥ 0.9, the lineage events, what each run reused and recomputed, and the
+//! targets: warm wall ≤ 25 % of the full run's (≤ 10 % with MiniLM), ≥ 90 % of ids kept at
+//! every level, modularity within 0.005 of the full run.
 //!
 //! Targets (the issue of the nightly job at a million documents): 10⁶ documents with the
 //! built-in embedder in ≤ 5 min and ≤ 4 GB peak RSS; 10⁵ in ≤ 30 s and ≤ 1 GB; MiniLM's
@@ -719,9 +721,6 @@ fn run(cli: &Cli) -> anyhow::Result<()> {
             pipeline.display()
         );
     }
-    if cli.delta {
-        return run_delta(cli, &pipeline);
-    }
     let mut minilm_sizes = Vec::new();
     for s in &cli.minilm_sizes {
         if s != "none" {
@@ -735,6 +734,9 @@ fn run(cli: &Cli) -> anyhow::Result<()> {
     }
     let mut plan: Vec<(&'static str, u64)> = cli.sizes.iter().map(|&n| ("hash", n)).collect();
     plan.extend(minilm_sizes.iter().map(|&n| ("minilm", n)));
+    if cli.delta {
+        return run_delta(cli, &pipeline, &plan);
+    }
     let mut generator = None;
     let mut corpora = BTreeMap::new();
     for &(_, n) in &plan {
@@ -858,25 +860,26 @@ fn copy_dir(from: &Path, to: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// `--delta`: per size, the base corpus's run, then the night's change (see [`delta_corpus`])
-/// run from a copy of that root twice, with `--full` first and then warm (the default).
-fn run_delta(cli: &Cli, pipeline: &Path) -> anyhow::Result<()> {
+/// `--delta`: per `(embedder, size)` of `plan`, the base corpus's run, then the night's change
+/// (see [`delta_corpus`]) run from a copy of that root twice, with `--full` first and then warm
+/// (the default).
+fn run_delta(cli: &Cli, pipeline: &Path, plan: &[(&'static str, u64)]) -> anyhow::Result<()> {
     let mut generator = None;
     println!(
-        "## nightly-bench --delta (built-in embedder, {} threads, seed {})",
+        "## nightly-bench --delta ({} threads, seed {})",
         cli.threads, cli.seed
     );
     println!();
     println!(
-        "| documents | run | wall s | modularity | communities | kept id, J ≥ 0.9 (per level) | lineage |"
+        "| documents | embedder | run | wall s | modularity | communities | kept id, J ≥ 0.9 (per level) | lineage | reused / recomputed |"
     );
-    println!("|---:|---|---:|---:|---:|---|---|");
+    println!("|---:|---|---|---:|---:|---:|---|---|---|");
     let mut verdicts = Vec::new();
-    for &n in &cli.sizes {
+    for &(embedder, n) in plan {
         let base = corpus_path(cli, &mut generator, n)?;
         let delta = delta_corpus(cli, n)?;
         let warm_root = temp_root(cli)?;
-        let first = run_in(cli, pipeline, &base, "hash", n, warm_root.path(), &[])?;
+        let first = run_in(cli, pipeline, &base, embedder, n, warm_root.path(), &[])?;
         if let Some(f) = &first.failure {
             bail!("the base run of {n} documents failed: {f}");
         }
@@ -886,12 +889,12 @@ fn run_delta(cli: &Cli, pipeline: &Path) -> anyhow::Result<()> {
             cli,
             pipeline,
             &delta,
-            "hash",
+            embedder,
             n,
             full_root.path(),
             &["--full"],
         )?;
-        let warm = run_in(cli, pipeline, &delta, "hash", n, warm_root.path(), &[])?;
+        let warm = run_in(cli, pipeline, &delta, embedder, n, warm_root.path(), &[])?;
         let row = |label: &str,
                    r: &RunResult,
                    root: &Path|
@@ -919,8 +922,17 @@ fn run_delta(cli: &Cli, pipeline: &Path) -> anyhow::Result<()> {
                 .map(|(l, (c, k))| format!("L{l} {k}/{c} ({:.3})", *k as f64 / (*c).max(1) as f64))
                 .collect::<Vec<_>>()
                 .join(", ");
+            let reuse = s["reused"]
+                .as_object()
+                .map(|o| {
+                    o.iter()
+                        .map(|(k, v)| format!("{k} {v}/{}", s["recomputed"][k]))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                })
+                .unwrap_or_default();
             println!(
-                "| {n} | {label} | {wall:.1} | {modularity:.4} | {} | {} | {} |",
+                "| {n} | {embedder} | {label} | {wall:.1} | {modularity:.4} | {} | {} | {} | {reuse} |",
                 s["communities_per_level"]
                     .as_array()
                     .map_or(0, |a| a.iter().filter_map(|v| v.as_u64()).sum::<u64>()),
@@ -941,10 +953,14 @@ fn run_delta(cli: &Cli, pipeline: &Path) -> anyhow::Result<()> {
         let (warm_wall, warm_q, warm_kept, warm_all) = row("delta warm", &warm, warm_root.path())?;
         let min_kept = warm_kept.iter().copied().fold(f64::INFINITY, f64::min);
         let full_min = full_kept.iter().copied().fold(f64::INFINITY, f64::min);
+        // The issue's bars: a quarter of a full run with the built-in embedder, a tenth with
+        // MiniLM (where embedding is nearly all of a run).
+        let bar = if embedder == "minilm" { 0.10 } else { 0.25 };
         verdicts.push(format!(
-            "- {n} documents: warm wall {warm_wall:.1} s = {:.0} % of the full run's {full_wall:.1} s (target ≤ 25 %: {}); ids kept with J ≥ 0.9 at every level ≥ {min_kept:.3}, of all communities {warm_all:.3} (target ≥ 0.90 at every level: {}; a full re-run keeps ≥ {full_min:.3}, of all {full_all:.3}); modularity {warm_q:.4} vs {full_q:.4} (target within 0.005: {})",
+            "- {n} documents, {embedder}: warm wall {warm_wall:.1} s = {:.0} % of the full run's {full_wall:.1} s (target ≤ {:.0} %: {}); ids kept with J ≥ 0.9 at every level ≥ {min_kept:.3}, of all communities {warm_all:.3} (target ≥ 0.90 at every level: {}; a full re-run keeps ≥ {full_min:.3}, of all {full_all:.3}); modularity {warm_q:.4} vs {full_q:.4} (target within 0.005: {})",
             100.0 * warm_wall / full_wall,
-            if warm_wall <= 0.25 * full_wall { "met" } else { "not met" },
+            100.0 * bar,
+            if warm_wall <= bar * full_wall { "met" } else { "not met" },
             if min_kept >= 0.9 { "met" } else { "not met" },
             if (warm_q - full_q).abs() <= 0.005 { "met" } else { "not met" },
         ));

@@ -17,6 +17,7 @@ pub mod previous;
 pub mod reader;
 pub mod schema;
 pub mod tables;
+pub mod text_embeddings;
 pub mod writer;
 
 use std::path::Path;
@@ -25,6 +26,7 @@ pub use layout::{Layout, new_run_id};
 pub use manifest::{FileEntry, Manifest};
 pub use tables::{
     RunColumns, RunData, RunLookups, passage_id, push_passage_id, write_run, write_run_columns,
+    write_run_columns_into,
 };
 pub use writer::RunWriter;
 

@@ -11,6 +11,7 @@ use arrow_array::{Array, FixedSizeListArray, Float32Array, RecordBatch, StringAr
 use super::manifest::{FileEntry, Manifest};
 use super::reader::{check_dense_ids, column_no_nulls, read_parquet};
 use super::schema::{communities, entities, membership, relationships, report_embeddings, reports};
+use super::text_embeddings::TextEmbeddings;
 use super::{Verify, verify_file};
 use crate::embed::EmbedderIdentity;
 use crate::error::{EngineError, Result};
@@ -48,6 +49,10 @@ pub struct PreviousRun {
     /// Community row `c`'s vectors are rows `report_offsets[c]..report_offsets[c + 1]`
     /// (empty until [`read_vectors`](Self::read_vectors)).
     pub report_offsets: Vec<u32>,
+    /// The vectors of the texts the run embedded for its documents, by text hash (`None`
+    /// until [`read_text_embeddings`](Self::read_text_embeddings), and for runs without
+    /// that file).
+    pub text_embeddings: Option<TextEmbeddings>,
     /// The run's folder.
     pub dir: PathBuf,
     /// The run's files as its manifest lists them.
@@ -167,6 +172,7 @@ impl PreviousRun {
                 manifest.embedder.dim,
             )),
             report_offsets: Vec::new(),
+            text_embeddings: None,
             dir: dir.to_owned(),
             files: manifest.files.clone(),
             run_id: manifest.run_id,
@@ -215,6 +221,17 @@ impl PreviousRun {
         self.report_text_hashes = hashes;
         self.report_vectors = vectors;
         self.report_offsets = offsets;
+        Ok(())
+    }
+
+    /// Maps the run's [`text_embeddings`](super::text_embeddings) file (checked against the
+    /// manifest first), so that a continuing run embeds only texts the run did not. A run
+    /// without that file leaves [`text_embeddings`](Self::text_embeddings) `None`.
+    ///
+    /// # Errors
+    /// Those of [`TextEmbeddings::read`]; then nothing is reused.
+    pub fn read_text_embeddings(&mut self) -> Result<()> {
+        self.text_embeddings = TextEmbeddings::read(&self.dir, &self.files, self.embedder.dim)?;
         Ok(())
     }
 

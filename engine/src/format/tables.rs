@@ -630,10 +630,28 @@ fn check(cols: &RunColumns<'_>, dim: usize) -> Result<()> {
 /// [`EngineError::Internal`] for columns that break the invariants listed on [`RunColumns`]
 /// and [`RunLookups`] or a wrong embedding length; [`EngineError::Io`] /
 /// [`EngineError::Parquet`] on write failures.
-#[allow(clippy::too_many_lines)]
-pub fn write_run_columns<'a>(
+pub fn write_run_columns(
     layout: &Layout,
     run_id: &str,
+    cols: RunColumns<'_>,
+    embedder: &EmbedderIdentity,
+    parameters: serde_json::Value,
+    input_fingerprint: String,
+    stats: serde_json::Value,
+) -> Result<Manifest> {
+    check(&cols, embedder.dim)?;
+    let w = RunWriter::create(layout, run_id)?;
+    write_run_columns_into(w, cols, embedder, parameters, input_fingerprint, stats)
+}
+
+/// [`write_run_columns`] into a run the caller started (and may have written other files
+/// of, such as [`text_embeddings`](super::text_embeddings), while its other stages ran).
+///
+/// # Errors
+/// Those of [`write_run_columns`].
+#[allow(clippy::too_many_lines)]
+pub fn write_run_columns_into<'a>(
+    mut w: RunWriter,
     cols: RunColumns<'a>,
     embedder: &EmbedderIdentity,
     parameters: serde_json::Value,
@@ -642,6 +660,8 @@ pub fn write_run_columns<'a>(
 ) -> Result<Manifest> {
     let dim = embedder.dim;
     check(&cols, dim)?;
+    let run_id = w.run_id().to_owned();
+    let run_id = run_id.as_str();
     let RunColumns {
         lookups: l,
         mut concepts,
@@ -668,7 +688,6 @@ pub fn write_run_columns<'a>(
             community_ids[c as usize]
         }
     };
-    let mut w = RunWriter::create(layout, run_id)?;
     let nd = l.num_documents();
     let schema = documents::schema();
     w.write_parquet_batches(

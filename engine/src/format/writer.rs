@@ -232,6 +232,49 @@ impl RunWriter {
         self.close_file(name, &path, out, batch.num_rows())
     }
 
+    /// Starts the uncompressed Arrow IPC file `name` of schema `schema` (with `run_id` and
+    /// `format_version` added to its metadata), to be written a record batch at a time through
+    /// [`IpcStream::write`] and completed by [`RunWriter::finish_ipc`], so that a file larger
+    /// than memory never is whole in it.
+    ///
+    /// # Errors
+    /// [`EngineError::Io`] when the file cannot be created; [`EngineError::Internal`] when a
+    /// file of that name was written already.
+    pub fn start_ipc(&mut self, name: &str, schema: &arrow_schema::SchemaRef) -> Result<IpcStream> {
+        let (path, out) = self.open_file(name)?;
+        let mut meta = schema.metadata().clone();
+        meta.insert(META_RUN_ID.to_owned(), self.run_id.clone());
+        meta.insert(META_FORMAT_VERSION.to_owned(), FORMAT_VERSION.to_string());
+        let schema = std::sync::Arc::new(schema.as_ref().clone().with_metadata(meta));
+        let writer = arrow_ipc::writer::FileWriter::try_new(out, &schema)
+            .map_err(|e| ipc_error(&path, e))?;
+        Ok(IpcStream {
+            name: name.to_owned(),
+            path,
+            schema,
+            writer,
+            rows: 0,
+        })
+    }
+
+    /// Completes a file started by [`RunWriter::start_ipc`]: its footer, then sync and listing
+    /// in the manifest with its rows, size and checksum.
+    ///
+    /// # Errors
+    /// [`EngineError::Io`] / [`EngineError::Parquet`] on write failures.
+    pub fn finish_ipc(&mut self, stream: IpcStream) -> Result<()> {
+        let IpcStream {
+            name,
+            path,
+            mut writer,
+            rows,
+            ..
+        } = stream;
+        writer.finish().map_err(|e| ipc_error(&path, e))?;
+        let out = writer.into_inner().map_err(|e| ipc_error(&path, e))?;
+        self.close_file(&name, &path, out, rows)
+    }
+
     /// The staging folder (for writers of other formats, such as the text index).
     pub fn staging_dir(&self) -> &Path {
         &self.staging
@@ -329,6 +372,57 @@ impl RunWriter {
         self.finished = true;
         fault_point("renamed");
         Ok(manifest)
+    }
+}
+
+/// An Arrow IPC file of a run being written a record batch at a time (see
+/// [`RunWriter::start_ipc`]). Dropped without [`RunWriter::finish_ipc`], it leaves an
+/// incomplete file in the staging folder, which the unfinished run's writer removes.
+pub struct IpcStream {
+    name: String,
+    path: PathBuf,
+    schema: arrow_schema::SchemaRef,
+    writer: arrow_ipc::writer::FileWriter<HashingWriter<BufWriter<File>>>,
+    rows: usize,
+}
+
+impl std::fmt::Debug for IpcStream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("IpcStream")
+            .field("name", &self.name)
+            .field("rows", &self.rows)
+            .finish_non_exhaustive()
+    }
+}
+
+impl IpcStream {
+    /// Appends `batch` (of the stream's schema, metadata aside) as one record batch.
+    ///
+    /// # Errors
+    /// [`EngineError::Parquet`] naming the file when the batch's columns do not match the
+    /// schema or the write fails.
+    pub fn write(&mut self, batch: &RecordBatch) -> Result<()> {
+        let batch = batch
+            .clone()
+            .with_schema(self.schema.clone())
+            .map_err(|e| ipc_error(&self.path, e))?;
+        self.writer
+            .write(&batch)
+            .map_err(|e| ipc_error(&self.path, e))?;
+        self.rows += batch.num_rows();
+        Ok(())
+    }
+
+    /// Rows written so far.
+    pub fn rows(&self) -> usize {
+        self.rows
+    }
+}
+
+fn ipc_error(path: &Path, e: arrow_schema::ArrowError) -> EngineError {
+    EngineError::Parquet {
+        path: path.to_owned(),
+        reason: e.to_string(),
     }
 }
 

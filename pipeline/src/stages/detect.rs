@@ -56,6 +56,11 @@ impl Parent {
                             "the vectors of the published run {id} cannot be reused ({e}); every report is embedded"
                         );
                     }
+                    if let Err(e) = run.read_text_embeddings() {
+                        tracing::warn!(
+                            "the title and passage vectors of the published run {id} cannot be reused ({e}); every title and passage is embedded"
+                        );
+                    }
                     Some(run)
                 }
                 Err(e) => {

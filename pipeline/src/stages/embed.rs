@@ -17,11 +17,17 @@
 //!
 //! [`CommunityVectors`]: crate::report::CommunityVectors
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
-use agrag_engine::embed::{EmbedderIdentity, l2_normalize};
+use agrag_engine::embed::{Embedder, EmbedderIdentity, l2_normalize};
+use agrag_engine::format::RunWriter;
 use agrag_engine::format::previous::PreviousRun;
 use agrag_engine::format::tables::ReportVectors;
+use agrag_engine::format::text_embeddings::{
+    TextEmbeddings, TextEmbeddingsWriter, TextHash, text_hash,
+};
+use indicatif::ProgressBar;
+use rayon::prelude::*;
 
 use crate::embed::embed_texts;
 use crate::error::{PipelineError, Result};
@@ -53,6 +59,11 @@ pub(crate) struct Reuse<'a> {
 pub(crate) struct Embedded {
     /// Communities whose report-text vectors were taken from the parent run.
     pub(crate) reused_report_vectors: usize,
+    /// Distinct title and passage texts whose vectors were taken from the parent run, and
+    /// those embedded by this one (the rows of `text_embeddings.arrow`, split by origin).
+    pub(crate) text_vectors: (usize, usize),
+    /// Documents whose title's and passages' vectors all came from the parent run.
+    pub(crate) reused_document_vectors: usize,
     /// The communities' vectors, row-major in community order, with each row's community.
     pub(crate) report_vectors: ReportVectors,
     /// One vector per document, in document order, row-major (`documents × dim`).
@@ -107,21 +118,96 @@ impl RowLayout {
     }
 }
 
+/// The vectors of titles and passages by content: the parent run's where it embedded the same
+/// text with the same embedder (`text_embeddings.arrow`), this run's embedder's otherwise.
+/// Every distinct text's vector is written once to this run's `text_embeddings.arrow`, for
+/// the next run.
+///
+/// With the built-in embedder a reused vector is bit for bit the one embedding the text
+/// again gives (a text's vector depends on the text alone). all-MiniLM-L6-v2's vectors of a
+/// text differ by up to 1e-5 per component with the batch it is embedded in (see
+/// `MiniLmEmbedder`), so a reused one is the parent's, within that.
+struct TextVectors<'a> {
+    embedder: &'a dyn Embedder,
+    parent: Option<&'a TextEmbeddings>,
+    out: TextEmbeddingsWriter,
+    written: HashSet<TextHash>,
+    reused: usize,
+    embedded: usize,
+}
+
+impl<'a> TextVectors<'a> {
+    /// The vectors of `texts` in input order, each with whether it came from the parent run.
+    fn vectors(
+        &mut self,
+        texts: &[&str],
+        what: &str,
+        bar: &ProgressBar,
+    ) -> Result<Vec<(Vec<f32>, bool)>> {
+        let hashes: Vec<TextHash> = texts.par_iter().map(|t| text_hash(t)).collect();
+        let mut vectors: Vec<Option<(Vec<f32>, bool)>> = hashes
+            .iter()
+            .map(|h| {
+                self.parent
+                    .and_then(|p| p.get(h))
+                    .map(|v| (v.to_vec(), true))
+            })
+            .collect();
+        bar.inc(vectors.iter().filter(|v| v.is_some()).count() as u64);
+        let missing: Vec<&str> = texts
+            .iter()
+            .zip(&vectors)
+            .filter(|(_, v)| v.is_none())
+            .map(|(t, _)| *t)
+            .collect();
+        let mut fresh = embed_texts(self.embedder, &missing, what, bar)?.into_iter();
+        drop(missing);
+        for v in &mut vectors {
+            if v.is_none() {
+                *v = fresh.next().map(|f| (f, false));
+            }
+        }
+        let vectors: Vec<(Vec<f32>, bool)> = vectors.into_iter().flatten().collect();
+        if vectors.len() != texts.len() {
+            return Err(PipelineError::Internal(format!(
+                "{} vectors for {} {what}",
+                vectors.len(),
+                texts.len()
+            )));
+        }
+        for (h, (v, from_parent)) in hashes.iter().zip(&vectors) {
+            if self.written.insert(*h) {
+                self.out.push(h, v)?;
+                if *from_parent {
+                    self.reused += 1;
+                } else {
+                    self.embedded += 1;
+                }
+            }
+        }
+        Ok(vectors)
+    }
+}
+
 /// Stage 6: embeds the reports' texts (phase `embed`), the documents' titles
 /// (`embed_documents`), then every passage still in the run and those the communities' vectors
 /// use (`embed_passages`, which also completes the document vectors and the centroids), with
 /// [`RunConfig::embedder`]. Deleted and superseded passages add nothing to their document's
-/// vector.
+/// vector. Titles and passages whose text the parent run embedded with the same embedder
+/// take its vectors (not with [`RunConfig::full`]); every distinct title and passage vector
+/// goes to the run's `text_embeddings.arrow` through `w`
+/// ([`agrag_engine::format::text_embeddings`]).
 ///
 /// # Errors
-/// The embedder's; [`PipelineError::Internal`] when a community has no vector (a bug: the
-/// report stage gives each one a text or a passage).
+/// The embedder's; the writer's; [`PipelineError::Internal`] when a community has no vector
+/// (a bug: the report stage gives each one a text or a passage).
 pub(crate) fn embed(
     cfg: &RunConfig,
     corpus: &Corpus,
     passages: &PassageTable<'_>,
     reported: &Reported,
     reuse: Option<Reuse<'_>>,
+    w: &mut RunWriter,
     phases: &mut Phases,
 ) -> Result<Embedded> {
     let embedder = cfg.embedder.as_ref();
@@ -134,6 +220,12 @@ pub(crate) fn embed(
     // The reports' texts, into their rows: the parent's vectors where the text is the
     // parent's, embedded otherwise.
     let recipe = serde_json::Value::String(cfg.community_vectors.to_string());
+    // Title and passage vectors depend on the text and the embedder alone.
+    let text_parent: Option<&TextEmbeddings> = reuse
+        .as_ref()
+        .map(|r| r.previous)
+        .filter(|p| !cfg.full && p.embedder == identity)
+        .and_then(|p| p.text_embeddings.as_ref());
     let reuse = reuse.filter(|r| {
         !cfg.full && r.previous.embedder == identity && r.previous.community_vectors == recipe
     });
@@ -193,17 +285,30 @@ pub(crate) fn embed(
     drop(from_parent);
 
     // The titles: each document's row starts as its title's vector.
+    let mut text_vectors = TextVectors {
+        embedder,
+        parent: text_parent,
+        out: TextEmbeddingsWriter::create(w, dim)?,
+        written: HashSet::new(),
+        reused: 0,
+        embedded: 0,
+    };
     let titles: Vec<&str> = corpus.documents.iter().map(|d| d.title.as_str()).collect();
     let phase = phases.start("embed_documents", Some(titles.len() as u64));
     // Sums from zero, as `document_vector` makes them (a title's -0.0 becomes +0.0).
     let mut document_embeddings = vec![0.0f32; corpus.documents.len() * dim];
-    let mut rows = document_embeddings.chunks_exact_mut(dim.max(1));
+    // Whether each document's vector is made of the parent's vectors alone.
+    let mut document_reused = vec![true; corpus.documents.len()];
+    let mut rows = document_embeddings
+        .chunks_exact_mut(dim.max(1))
+        .zip(&mut document_reused);
     for chunk in titles.chunks(PASSAGE_CHUNK) {
-        for v in embed_texts(embedder, chunk, "document titles", &phase.bar)? {
-            if let Some(doc) = rows.next() {
+        for (v, from_parent) in text_vectors.vectors(chunk, "document titles", &phase.bar)? {
+            if let Some((doc, reused)) = rows.next() {
                 for (s, x) in doc.iter_mut().zip(&v) {
                     *s += x;
                 }
+                *reused = from_parent;
             }
         }
     }
@@ -211,9 +316,10 @@ pub(crate) fn embed(
     phases.finish(
         phase,
         &format!(
-            "{} title vectors by {}",
+            "{} title vectors by {}; {} taken from the parent run",
             corpus.documents.len(),
-            identity.model
+            identity.model,
+            text_vectors.reused
         ),
     );
 
@@ -244,9 +350,9 @@ pub(crate) fn embed(
             .iter()
             .map(|&p| passages.refs[p as usize].text)
             .collect();
-        let vectors = embed_texts(embedder, &texts, "passages", &phase.bar)?;
+        let vectors = text_vectors.vectors(&texts, "passages", &phase.bar)?;
         drop(texts);
-        for (&p, v) in chunk.iter().zip(vectors) {
+        for (&p, (v, from_parent)) in chunk.iter().zip(vectors) {
             while let Some(&(_, r)) = targets.next_if(|(q, _)| *q == p) {
                 let r = row(r);
                 values[r].copy_from_slice(&v);
@@ -254,6 +360,7 @@ pub(crate) fn embed(
             let pr = &passages.refs[p as usize];
             if !passages.excluded[p as usize] {
                 let d = pr.document as usize;
+                document_reused[d] &= from_parent;
                 for (s, x) in document_embeddings[d * dim..(d + 1) * dim]
                     .iter_mut()
                     .zip(&v)
@@ -288,13 +395,22 @@ pub(crate) fn embed(
         values[r].copy_from_slice(&mean);
     }
     drop(kept);
+    let TextVectors {
+        out,
+        reused,
+        embedded,
+        ..
+    } = text_vectors;
+    out.finish(w)?;
+    let reused_document_vectors = document_reused.iter().filter(|&&r| r).count();
     phases.finish(
         phase,
         &format!(
-            "{} passage vectors by {}; {} document vectors from their titles and passages",
+            "{} passage vectors by {}; {} document vectors from their titles and passages; of {} distinct texts, {reused} taken from the parent run",
             needed.len(),
             identity.model,
             corpus.documents.len(),
+            reused + embedded,
         ),
     );
 
@@ -306,6 +422,8 @@ pub(crate) fn embed(
         .collect();
     Ok(Embedded {
         reused_report_vectors,
+        text_vectors: (reused, embedded),
+        reused_document_vectors,
         report_vectors: ReportVectors {
             values,
             communities,

@@ -1,7 +1,7 @@
 //! Stage 7, publish: the run's parameters, input fingerprint and statistics, then every table
 //! through [`crate::publish::publish`] (the engine's writer) and `LATEST`.
 
-use agrag_engine::format::Layout;
+use agrag_engine::format::{Layout, RunWriter};
 
 use crate::error::{PipelineError, Result};
 use crate::ingest::Corpus;
@@ -95,7 +95,8 @@ fn manifest_stats(summary: &RunSummary, inputs: &PublishInputs<'_>) -> Result<se
     Ok(stats)
 }
 
-/// Stage 7: writes the run `summary.run_id` under `layout` and moves `LATEST` to it. The
+/// Stage 7: writes the run `summary.run_id` under `layout` through `writer` (started by the
+/// embed stage) and moves `LATEST` to it. The
 /// summary's seconds are those of the phases before publishing (the manifest is written
 /// during it).
 ///
@@ -105,6 +106,7 @@ pub(crate) fn publish(
     cfg: &RunConfig,
     sources: &Sources,
     layout: &Layout,
+    writer: RunWriter,
     summary: &RunSummary,
     inputs: PublishInputs<'_>,
     phases: &mut Phases,
@@ -151,14 +153,7 @@ pub(crate) fn publish(
         document_embeddings: embedded.document_embeddings,
         embedder: embedded.identity,
     };
-    crate::publish::publish(
-        layout,
-        &summary.run_id,
-        tables,
-        parameters,
-        fingerprint,
-        stats,
-    )?;
+    crate::publish::publish(layout, writer, tables, parameters, fingerprint, stats)?;
     phases.finish(phase, &format!("run {} published", summary.run_id));
     Ok(())
 }

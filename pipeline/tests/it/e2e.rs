@@ -92,6 +92,7 @@ fn run_publishes_a_valid_snapshot_and_answers() {
         "report_embeddings.arrow",
         "document_embeddings.parquet",
         "document_embeddings.arrow",
+        "text_embeddings.arrow",
         "text_index/meta.json",
     ] {
         assert!(

@@ -9,9 +9,10 @@ use std::path::{Path, PathBuf};
 use agrag_engine::embed::{Embedder, HashEmbedder};
 use agrag_engine::format::reader::read_parquet;
 use agrag_engine::format::schema::{
-    communities, community_lineage, document_embeddings, entities, membership, mentions, passages,
-    relationships, report_embeddings, report_sources, reports,
+    communities, community_lineage, document_embeddings, documents, entities, membership, mentions,
+    passages, relationships, report_embeddings, report_sources, reports,
 };
+use agrag_engine::format::text_embeddings::{self, TextEmbeddings, text_hash};
 use agrag_engine::format::{Layout, Manifest};
 use agrag_engine::{Engine, EngineConfig, ThemeRequest};
 use agrag_pipeline::run::{RunConfig, RunSummary, run};
@@ -173,7 +174,14 @@ fn identical_input_shuffled_on_other_threads_keeps_every_community_and_table() {
     assert_eq!(first.recomputed["report_embeddings"], total);
     assert_eq!(second.reused["report_embeddings"], total);
     assert_eq!(second.recomputed["report_embeddings"], 0);
-    assert_eq!(second.recomputed["document_embeddings"], 60);
+    // Every title and passage vector is the parent's too, so is every document vector.
+    let texts = first.recomputed["text_embeddings"];
+    assert!(texts > 60, "{texts} distinct titles and passages");
+    assert_eq!(first.reused["text_embeddings"], 0);
+    assert_eq!(second.reused["text_embeddings"], texts);
+    assert_eq!(second.recomputed["text_embeddings"], 0);
+    assert_eq!(second.reused["document_embeddings"], 60);
+    assert_eq!(second.recomputed["document_embeddings"], 0);
     let manifest_stats = Manifest::read(&Layout::new(root.path()).run_dir(&second.run_id))
         .unwrap()
         .stats;
@@ -331,6 +339,69 @@ fn an_added_document_keeps_the_ids_and_reports_of_untouched_communities() {
         checked += 1;
     }
     assert!(checked >= kept_reports, "{checked}");
+
+    // Title and passage vectors: the 59 documents' texts come from the parent, the new one's
+    // are embedded; every vector of the run's text_embeddings.arrow is bit for bit what
+    // embedding its text now gives.
+    assert_eq!(
+        second.reused["text_embeddings"],
+        first.recomputed["text_embeddings"]
+    );
+    assert!(second.recomputed["text_embeddings"] >= 1);
+    assert_eq!(second.reused["document_embeddings"], 59);
+    assert_eq!(second.recomputed["document_embeddings"], 1);
+    let run_dir = Layout::new(root.path()).run_dir(&second.run_id);
+    let manifest = Manifest::read(&run_dir).unwrap();
+    let stored = TextEmbeddings::read(&run_dir, &manifest.files, 384)
+        .unwrap()
+        .expect("a new run writes text_embeddings.arrow");
+    assert_eq!(
+        stored.len(),
+        second.reused["text_embeddings"] + second.recomputed["text_embeddings"]
+    );
+    let titles = strings(
+        &table(
+            root.path(),
+            &second.run_id,
+            documents::FILE,
+            &documents::schema(),
+        ),
+        documents::TITLE,
+    );
+    let passage_texts = strings(
+        &table(
+            root.path(),
+            &second.run_id,
+            passages::FILE,
+            &passages::schema(),
+        ),
+        passages::TEXT,
+    );
+    for t in titles.iter().chain(&passage_texts) {
+        let v = stored.get(&text_hash(t)).unwrap_or_else(|| panic!("{t:?}"));
+        assert_eq!(v, embedder.embed(t).unwrap().as_slice(), "{t:?}");
+    }
+
+    // A full run on the same input embeds everything and gives the same document vectors.
+    let third = run_on(root.path(), dir.path(), "c.jsonl", &lines, |c| {
+        c.full = true
+    });
+    assert_eq!(third.reused["text_embeddings"], 0);
+    assert_eq!(third.reused["document_embeddings"], 0);
+    let schema = document_embeddings::schema(384);
+    let warm = table(
+        root.path(),
+        &second.run_id,
+        document_embeddings::FILE,
+        &schema,
+    );
+    let full = table(
+        root.path(),
+        &third.run_id,
+        document_embeddings::FILE,
+        &schema,
+    );
+    assert_eq!(warm.columns(), full.columns());
 }
 
 #[test]
@@ -401,20 +472,25 @@ fn a_damaged_parent_is_not_trusted_and_its_ids_are_not_reused() {
     let layout = Layout::new(root.path());
     let first = run_on(root.path(), dir.path(), "a.jsonl", &lines, |_| {});
     // Same size, other bytes: only the checksum tells.
-    let arrow = layout
-        .run_dir(&first.run_id)
-        .join(report_embeddings::IPC_FILE);
-    let mut bytes = std::fs::read(&arrow).unwrap();
-    let at = bytes.len() / 2;
-    for b in &mut bytes[at..at + 64] {
-        *b ^= 0x5a;
+    for file in [report_embeddings::IPC_FILE, text_embeddings::FILE] {
+        let arrow = layout.run_dir(&first.run_id).join(file);
+        let mut bytes = std::fs::read(&arrow).unwrap();
+        let at = bytes.len() / 2;
+        for b in &mut bytes[at..at + 64] {
+            *b ^= 0x5a;
+        }
+        std::fs::write(&arrow, &bytes).unwrap();
     }
-    std::fs::write(&arrow, &bytes).unwrap();
     let second = run_on(root.path(), dir.path(), "b.jsonl", &lines, |_| {});
     assert!(second.warm_start, "detection does not need the vectors");
     assert_eq!(
         second.reused["report_embeddings"], 0,
         "damaged vectors are not taken"
+    );
+    assert_eq!(second.reused["text_embeddings"], 0);
+    assert_eq!(
+        second.recomputed["text_embeddings"],
+        first.recomputed["text_embeddings"]
     );
     let total = second.communities_per_level.iter().sum::<usize>();
     assert_eq!(second.lineage["same"], total);

@@ -124,6 +124,10 @@ fn documented(file: &str, dim: usize) -> Vec<(&'static str, DataType)> {
             ("document_key", s()),
             ("embedding", fixed_list(Float32, dim)),
         ],
+        "text_embeddings" => vec![
+            ("text_blake3", DataType::FixedSizeBinary(32)),
+            ("embedding", fixed_list(Float32, dim)),
+        ],
         "concept_evidence" => vec![
             ("document_key", s()),
             ("concept_id", s()),
@@ -253,8 +257,9 @@ fn check_parquet_metadata(path: &Path, run_id: &str) {
 /// Every documented table, Parquet and (for the embeddings) Arrow IPC; runs written since the
 /// postings were precomputed also hold `concept_postings.arrow`, and runs written since
 /// visibility reached concept evidence and report sources hold those two tables, and runs
-/// written since community ids survive across runs hold `community_lineage.parquet` (the
-/// golden run predates all four).
+/// written since community ids survive across runs hold `community_lineage.parquet`, and
+/// runs written since title and passage vectors are reused hold `text_embeddings.arrow` (the
+/// golden run predates all five).
 fn assert_all_tables(checked: &[String], with_postings: bool) {
     let mut names: Vec<&str> = checked.iter().map(String::as_str).collect();
     names.sort_unstable();
@@ -281,6 +286,7 @@ fn assert_all_tables(checked: &[String], with_postings: bool) {
             "concept_postings.arrow",
             "concept_evidence.parquet",
             "report_sources.parquet",
+            "text_embeddings.arrow",
         ]);
         want.sort_unstable();
     }
