@@ -158,11 +158,11 @@ pub struct RunSummary {
     /// `merged`, `new`, `dissolved`).
     pub lineage: BTreeMap<&'static str, usize>,
     /// Per artifact, the items taken from the parent run: `linked_passages` (none yet: every
-    /// passage is linked again), `text_embeddings` (distinct titles and passages whose vector
-    /// is the parent's: same text, same embedder), `document_embeddings` (documents whose
-    /// title and visible passages all had the parent's vectors), `reports` (none yet) and
-    /// `report_embeddings` (communities whose report-text vectors were the parent's: same
-    /// public id, same embedded text, same embedder and recipe).
+    /// passage is linked again), `text_embeddings` (distinct report texts, titles and
+    /// passages whose vector is the parent's: same text, same embedder), `document_embeddings`
+    /// (documents whose title and visible passages all had the parent's vectors), `reports`
+    /// (none yet) and `report_embeddings` (communities whose every report-text vector was the
+    /// parent's: same embedded text, same embedder).
     pub reused: BTreeMap<&'static str, usize>,
     /// Per artifact (same keys), the items computed by this run.
     pub recomputed: BTreeMap<&'static str, usize>,
@@ -183,7 +183,7 @@ struct StageStats<'a> {
     lineage_counts: &'a BTreeMap<&'static str, usize>,
     warm_start: bool,
     reused_report_vectors: usize,
-    /// Distinct title and passage texts whose vectors came from the parent, and embedded.
+    /// Distinct texts whose vectors came from the parent, and those embedded.
     text_vectors: (usize, usize),
     reused_document_vectors: usize,
 }

@@ -113,7 +113,7 @@ struct Cli {
     #[arg(long)]
     quiet: bool,
     /// Measure an incremental night instead (see "Delta" in the binary's docs), at each of
-    /// `--sizes` with the built-in embedder.
+    /// `--sizes` with the built-in embedder and of `--minilm-sizes` with all-MiniLM-L6-v2.
     #[arg(long)]
     delta: bool,
 }
@@ -875,6 +875,7 @@ fn run_delta(cli: &Cli, pipeline: &Path, plan: &[(&'static str, u64)]) -> anyhow
     );
     println!("|---:|---|---|---:|---:|---:|---|---|---|");
     let mut verdicts = Vec::new();
+    let mut phase_rows = Vec::new();
     for &(embedder, n) in plan {
         let base = corpus_path(cli, &mut generator, n)?;
         let delta = delta_corpus(cli, n)?;
@@ -947,6 +948,20 @@ fn run_delta(cli: &Cli, pipeline: &Path, plan: &[(&'static str, u64)]) -> anyhow
             let overall = all_kept as f64 / all.max(1) as f64;
             Ok((wall, modularity, shares, overall))
         };
+        for (label, r) in [
+            ("base", &first),
+            ("delta --full", &full),
+            ("delta warm", &warm),
+        ] {
+            let cells: Vec<String> = DELTA_PHASES
+                .iter()
+                .map(|p| r.phase_seconds(p).map_or("–".into(), |s| format!("{s:.1}")))
+                .collect();
+            phase_rows.push(format!(
+                "| {n} | {embedder} | {label} | {} |",
+                cells.join(" | ")
+            ));
+        }
         row("base", &first, warm_root.path())?;
         let (full_wall, full_q, full_kept, full_all) =
             row("delta --full", &full, full_root.path())?;
@@ -966,11 +981,35 @@ fn run_delta(cli: &Cli, pipeline: &Path, plan: &[(&'static str, u64)]) -> anyhow
         ));
     }
     println!();
+    println!("Seconds per phase:");
+    println!();
+    println!(
+        "| documents | embedder | run | {} |",
+        DELTA_PHASES.join(" | ")
+    );
+    println!("|---:|---|---|{}", "---:|".repeat(DELTA_PHASES.len()));
+    for r in phase_rows {
+        println!("{r}");
+    }
+    println!();
     for v in verdicts {
         println!("{v}");
     }
     Ok(())
 }
+
+/// The pipeline's phases, in order, as its summary names them.
+const DELTA_PHASES: &[&str] = &[
+    "ingest",
+    "link",
+    "graph",
+    "detect",
+    "report",
+    "embed",
+    "embed_documents",
+    "embed_passages",
+    "publish",
+];
 
 fn main() -> ExitCode {
     let cli = Cli::parse();

@@ -1,7 +1,7 @@
-//! `text_embeddings.arrow`: the vector of every distinct text a run embedded for its documents
-//! (titles and passages), keyed by the BLAKE3 hash of the text, so that the next run on the
-//! root embeds only texts it has not seen (a content-addressed cache that travels with the run
-//! and is verified by its manifest like every other file).
+//! `text_embeddings.arrow`: the vector of every distinct text a run embedded (its communities'
+//! report texts, its documents' titles and passages), keyed by the BLAKE3 hash of the text, so
+//! that the next run on the root embeds only texts it has not seen (a content-addressed cache
+//! that travels with the run and is verified by its manifest like every other file).
 //!
 //! Schema, writer and reader of the file live here together.
 //!
@@ -10,14 +10,15 @@
 //! | `text_blake3` | fixed-size binary (32) | BLAKE3 of the text's UTF-8 bytes, as the run stored it |
 //! | `embedding` | fixed-size list of float32 (the embedder's dim) | its vector, by the run's embedder |
 //!
-//! Rows are distinct by `text_blake3`, in the order the run first embedded them (titles in
-//! document order, then passages in row order), written in record batches of
+//! Rows are distinct by `text_blake3`, in the order the run first embedded them (report texts
+//! in community order, titles in document order, then passages in row order), written in
+//! record batches of
 //! [`BATCH_ROWS`]. The file is uncompressed Arrow IPC, mapped (not read) by the next run. The
 //! embedder is the manifest's: a run with another embedder identity reuses nothing.
 //!
 //! Cost: `rows × (32 + 4 · dim)` bytes, about 1.6 KB per text at 384 dimensions (at 10⁵
-//! documents of the bench corpus, 0.43 M texts and 0.68 GB). Document vectors are sums of
-//! these, so they are not stored again here.
+//! documents of the bench corpus, 0.30 M distinct texts and 0.47 GB). Document vectors are
+//! sums of these, so they are not stored again here.
 
 use std::collections::HashMap;
 use std::path::Path;

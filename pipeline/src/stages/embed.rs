@@ -59,8 +59,8 @@ pub(crate) struct Reuse<'a> {
 pub(crate) struct Embedded {
     /// Communities whose report-text vectors were taken from the parent run.
     pub(crate) reused_report_vectors: usize,
-    /// Distinct title and passage texts whose vectors were taken from the parent run, and
-    /// those embedded by this one (the rows of `text_embeddings.arrow`, split by origin).
+    /// Distinct texts (report texts, titles, passages) whose vectors were taken from the parent
+    /// run, and those embedded by this one (the rows of `text_embeddings.arrow`, by origin).
     pub(crate) text_vectors: (usize, usize),
     /// Documents whose title's and passages' vectors all came from the parent run.
     pub(crate) reused_document_vectors: usize,
@@ -118,8 +118,9 @@ impl RowLayout {
     }
 }
 
-/// The vectors of titles and passages by content: the parent run's where it embedded the same
-/// text with the same embedder (`text_embeddings.arrow`), this run's embedder's otherwise.
+/// The vectors of texts by content (report texts, titles, passages): the parent run's where it
+/// embedded the same text with the same embedder (`text_embeddings.arrow`), this run's
+/// embedder's otherwise.
 /// Every distinct text's vector is written once to this run's `text_embeddings.arrow`, for
 /// the next run.
 ///
@@ -137,6 +138,17 @@ struct TextVectors<'a> {
 }
 
 impl<'a> TextVectors<'a> {
+    /// Writes `vector`, the parent's vector of `text` taken another way, to the run's file
+    /// (once per text).
+    fn record(&mut self, text: &str, vector: &[f32]) -> Result<()> {
+        let h = text_hash(text);
+        if self.written.insert(h) {
+            self.out.push(&h, vector)?;
+            self.reused += 1;
+        }
+        Ok(())
+    }
+
     /// The vectors of `texts` in input order, each with whether it came from the parent run.
     fn vectors(
         &mut self,
@@ -250,7 +262,16 @@ pub(crate) fn embed(
                 .filter(|v| v.len() == texts.len() * dim)
         })
         .collect();
-    let reused_report_vectors = from_parent.iter().filter(|v| v.is_some()).count();
+    // Every text the run embeds, report texts too, goes to text_embeddings.arrow; a report
+    // text the parent embedded (under any community) is taken from there.
+    let mut text_vectors = TextVectors {
+        embedder,
+        parent: text_parent,
+        out: TextEmbeddingsWriter::create(w, dim)?,
+        written: HashSet::new(),
+        reused: 0,
+        embedded: 0,
+    };
     let flat: Vec<&str> = reported
         .texts
         .iter()
@@ -260,39 +281,41 @@ pub(crate) fn embed(
         .map(String::as_str)
         .collect();
     let phase = phases.start("embed", Some(flat.len() as u64));
-    let text_vectors = embed_texts(embedder, &flat, "reports", &phase.bar)?;
-    phases.finish(
-        phase,
-        &format!(
-            "{} report vectors by {}; {reused_report_vectors} communities' taken from the parent run",
-            flat.len(),
-            identity.model
-        ),
-    );
+    let fresh = text_vectors.vectors(&flat, "reports", &phase.bar)?;
+    let embedded_now = fresh.iter().filter(|(_, p)| !p).count();
     drop(flat);
-    let mut text_vectors = text_vectors.into_iter();
+    let mut fresh = fresh.into_iter();
+    // Communities whose every report-text vector is the parent's, by either way.
+    let mut reused_report_vectors = 0;
     for (c, texts) in reported.texts.iter().enumerate() {
         if let Some(parent) = from_parent[c] {
             let first = row(layout.first[c]).start;
             values[first..first + parent.len()].copy_from_slice(parent);
+            for (text, v) in texts.iter().zip(parent.chunks_exact(dim.max(1))) {
+                text_vectors.record(text, v)?;
+            }
+            reused_report_vectors += usize::from(!texts.is_empty());
             continue;
         }
-        for (i, v) in text_vectors.by_ref().take(texts.len()).enumerate() {
+        let mut all_from_parent = !texts.is_empty();
+        for (i, (v, from_parent)) in fresh.by_ref().take(texts.len()).enumerate() {
             let r = row(layout.first[c] + i);
             values[r].copy_from_slice(&v);
+            all_from_parent &= from_parent;
         }
+        reused_report_vectors += usize::from(all_from_parent);
     }
     drop(from_parent);
+    phases.finish(
+        phase,
+        &format!(
+            "{embedded_now} report vectors by {}; {reused_report_vectors} communities' taken from the parent run",
+            identity.model
+        ),
+    );
 
     // The titles: each document's row starts as its title's vector.
-    let mut text_vectors = TextVectors {
-        embedder,
-        parent: text_parent,
-        out: TextEmbeddingsWriter::create(w, dim)?,
-        written: HashSet::new(),
-        reused: 0,
-        embedded: 0,
-    };
+    let reused_before_titles = text_vectors.reused;
     let titles: Vec<&str> = corpus.documents.iter().map(|d| d.title.as_str()).collect();
     let phase = phases.start("embed_documents", Some(titles.len() as u64));
     // Sums from zero, as `document_vector` makes them (a title's -0.0 becomes +0.0).
@@ -319,7 +342,7 @@ pub(crate) fn embed(
             "{} title vectors by {}; {} taken from the parent run",
             corpus.documents.len(),
             identity.model,
-            text_vectors.reused
+            text_vectors.reused - reused_before_titles
         ),
     );
 

@@ -2,7 +2,8 @@
 //! on the 60-document fixture with a small vocabulary (so that one run costs well under a
 //! second). Most kills land on a named publish step (the `AGRAG_FAULT_AT` hook pauses the
 //! process there and the test kills it); the rest land after a random delay inside the
-//! publish window measured on a clean run. After every kill, `LATEST` names a complete run
+//! publish window measured on a clean run (every run after the first continues the published
+//! one: it warm-starts detection and takes its parent's vectors). After every kill, `LATEST` names a complete run
 //! whose checksums verify and which the engine serves; no partial run is ever visible; and the
 //! next run succeeds despite the leftovers.
 
@@ -197,9 +198,21 @@ fn sigkill_at_random_points_of_publishing_never_serves_a_partial_run() {
         latest = check_root(&setup.root, expected, &context);
     }
 
-    // The leftovers (staging folders, temporary LATEST files) do not break the next run.
-    let status = setup.command().status().unwrap();
-    assert!(status.success());
+    // The leftovers (staging folders, temporary LATEST files) do not break the next run, and
+    // the runs killed above were continuing runs: this one, on the same input, takes every
+    // title, passage and report vector from the run LATEST names.
+    let out = setup
+        .command()
+        .arg("--json")
+        .stdout(Stdio::piped())
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(summary["parent_run_id"].as_str(), Some(latest.as_str()));
+    assert_eq!(summary["recomputed"]["text_embeddings"], 0, "{summary}");
+    assert_eq!(summary["recomputed"]["report_embeddings"], 0, "{summary}");
+    assert!(summary["reused"]["text_embeddings"].as_u64() > Some(60));
     let last = check_root(&setup.root, None, "run after the kills");
     assert_ne!(last, latest, "the clean run after the kills is published");
     // gc clears staging leftovers of runs older than the one served.
