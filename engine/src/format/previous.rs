@@ -49,7 +49,7 @@ pub struct PreviousRun {
     /// Community row `c`'s vectors are rows `report_offsets[c]..report_offsets[c + 1]`
     /// (empty until [`read_vectors`](Self::read_vectors)).
     pub report_offsets: Vec<u32>,
-    /// The vectors of the texts the run embedded for its documents, by text hash (`None`
+    /// The vectors of every text the run embedded, by text hash (`None`
     /// until [`read_text_embeddings`](Self::read_text_embeddings), and for runs without
     /// that file).
     pub text_embeddings: Option<TextEmbeddings>,

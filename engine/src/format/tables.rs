@@ -639,7 +639,6 @@ pub fn write_run_columns(
     input_fingerprint: String,
     stats: serde_json::Value,
 ) -> Result<Manifest> {
-    check(&cols, embedder.dim)?;
     let w = RunWriter::create(layout, run_id)?;
     write_run_columns_into(w, cols, embedder, parameters, input_fingerprint, stats)
 }

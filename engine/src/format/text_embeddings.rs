@@ -118,11 +118,6 @@ impl TextEmbeddingsWriter {
         Ok(())
     }
 
-    /// Vectors pushed so far.
-    pub fn rows(&self) -> usize {
-        self.stream.rows() + self.hashes.len() / 32
-    }
-
     fn flush(&mut self) -> Result<()> {
         if self.hashes.is_empty() {
             return Ok(());

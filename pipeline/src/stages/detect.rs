@@ -51,14 +51,18 @@ impl Parent {
         let run = match layout.read_latest() {
             Ok(Some(id)) => match PreviousRun::read(&layout.run_dir(&id)) {
                 Ok(mut run) => {
-                    if let Err(e) = run.read_vectors() {
-                        tracing::warn!(
-                            "the vectors of the published run {id} cannot be reused ({e}); every report is embedded"
-                        );
-                    }
                     if let Err(e) = run.read_text_embeddings() {
                         tracing::warn!(
-                            "the title and passage vectors of the published run {id} cannot be reused ({e}); every title and passage is embedded"
+                            "the text vectors of the published run {id} cannot be reused ({e}); its texts are embedded again"
+                        );
+                    }
+                    // Its text vectors cover every report text; a run written before them (or
+                    // whose file is damaged) still gives its report vectors by community.
+                    if run.text_embeddings.is_none()
+                        && let Err(e) = run.read_vectors()
+                    {
+                        tracing::warn!(
+                            "the vectors of the published run {id} cannot be reused ({e}); every report is embedded"
                         );
                     }
                     Some(run)
