@@ -49,24 +49,28 @@ fn main() {
     };
     run(&cfg).expect("pipeline run");
     let snap = Snapshot::open_latest(root.path()).expect("open the run");
-    let docs = snap.document_keys.len();
+    let docs = snap.num_documents();
     // Per document, the best rank (1-based) any community gives one of its passages.
     let mut best_rank: Vec<Option<usize>> = vec![None; docs];
     for c in 0..snap.num_communities() {
         let mut per_passage: HashMap<u32, u32> = HashMap::new();
-        for &e in snap.community_members.row(c) {
-            for &p in snap.entity_passages.row(e as usize) {
+        for &e in snap.community_members().row(c) {
+            for &p in snap.entity_passages().row(e as usize) {
                 *per_passage.entry(p).or_insert(0) += 1;
             }
         }
         let mut ranked: Vec<(u32, u32)> = per_passage.into_iter().collect();
         ranked.sort_by(|a, b| {
             b.1.cmp(&a.1)
-                .then(snap.passage_position[a.0 as usize].cmp(&snap.passage_position[b.0 as usize]))
+                .then(
+                    snap.passage(a.0)
+                        .position()
+                        .cmp(&snap.passage(b.0).position()),
+                )
                 .then(a.0.cmp(&b.0))
         });
         for (rank, &(p, _)) in ranked.iter().enumerate() {
-            let d = snap.passage_document[p as usize] as usize;
+            let d = snap.passage(p).document() as usize;
             if best_rank[d].is_none_or(|r| rank + 1 < r) {
                 best_rank[d] = Some(rank + 1);
             }

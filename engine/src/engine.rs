@@ -342,7 +342,7 @@ impl Engine {
         let document_key = match (target, self.snapshot.load_full()) {
             (Target::Passage, Some(snap)) => snap
                 .passage_index(key)
-                .map(|p| snap.document_keys[snap.passage_document[p as usize] as usize].clone()),
+                .map(|p| snap.passage(p).document_key().to_owned()),
             _ => None,
         };
         let path = self.layout.visibility_path();

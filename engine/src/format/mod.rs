@@ -12,6 +12,7 @@
 
 pub mod layout;
 pub mod manifest;
+pub mod mapped;
 pub mod normalize;
 pub mod previous;
 pub mod reader;
@@ -33,10 +34,10 @@ pub use writer::RunWriter;
 use crate::error::{EngineError, Result};
 
 /// The snapshot format this build writes. Any change of a table's columns or types bumps it.
-pub const FORMAT_VERSION: u32 = 1;
+pub const FORMAT_VERSION: u32 = 2;
 
 /// The snapshot formats this build reads.
-pub const SUPPORTED_FORMAT_VERSIONS: &[u32] = &[1];
+pub const SUPPORTED_FORMAT_VERSIONS: &[u32] = &[1, 2];
 
 /// Key of the run id in every file's key-value metadata.
 pub const META_RUN_ID: &str = "run_id";

@@ -13,6 +13,7 @@ use arrow_array::{
 
 use super::layout::Layout;
 use super::manifest::Manifest;
+use super::mapped::Csr;
 use super::schema::{
     communities, community_lineage, concept_edges, concept_evidence, concept_postings, concepts,
     document_concepts, document_embeddings, documents, entities, membership, mentions, passages,
@@ -705,6 +706,8 @@ pub fn write_run_columns_into<'a>(
         }),
     )?;
 
+    super::mapped::documents::write(&mut w, l)?;
+
     let schema = passages::schema();
     w.write_parquet_batches(
         passages::FILE,
@@ -720,6 +723,7 @@ pub fn write_run_columns_into<'a>(
             ])
         }),
     )?;
+    super::mapped::passages::write(&mut w, l)?;
 
     let num_concepts = concepts
         .iter()
@@ -849,6 +853,8 @@ pub fn write_run_columns_into<'a>(
         }),
     )?;
 
+    mentions.sort_unstable();
+    super::mapped::entity_passages::write(&mut w, es.len(), &mentions)?;
     mentions.sort_unstable_by_key(|m| (m.0, pk(m.1), m.2));
     let schema = mentions::schema();
     w.write_parquet_batches(
@@ -934,6 +940,30 @@ pub fn write_run_columns_into<'a>(
         }),
     )?;
     drop(r);
+
+    // The engine's mapped copy: members and quoted passages by community row, ascending.
+    let members = {
+        let mut pairs: Vec<(u32, u32)> = rows.iter().map(|m| (m.community, m.entity)).collect();
+        pairs.sort_unstable();
+        Csr::from_pairs(cs.len(), &pairs)
+    };
+    let quoted = {
+        let mut pairs = report_sources.clone();
+        pairs.sort_unstable();
+        pairs.dedup();
+        Csr::from_pairs(cs.len(), &pairs)
+    };
+    let levels: Vec<(u32, Option<u32>)> = cs.iter().map(|c| (c.level, c.parent)).collect();
+    super::mapped::communities::write(
+        &mut w,
+        &super::mapped::communities::CommunityInput {
+            ids: &cid,
+            levels: &levels,
+            members: &members,
+            report_sources: &quoted,
+        },
+    )?;
+    drop((members, quoted, levels));
 
     report_sources.sort_unstable_by_key(|r| (r.0, pk(r.1)));
     report_sources.dedup_by_key(|r| (r.0, pk(r.1)));
@@ -1533,21 +1563,25 @@ mod tests {
             .map(|(n, r, h)| format!("{n} {r} {h}"))
             .collect();
         let expected: &[&str] = &[
+            "communities.arrow 3 9d3f9d229a7149f0e850b51b6898651864f8e8b6e97ab1b7accbe9a348fcc613",
             "communities.parquet 3 84cbfcd52cb940a60ae2f69ae92b8f2ca215e5f9dfcab83fb4512796708530e9",
             "concept_edges.parquet 3 ce0eaf3ac9ba9e95f2cb2a554bbecd2195e62d2236ca92aa5c874e7377f6ba04",
             "concept_evidence.parquet 24 3c3b523d1f69319661255be1a4b678aed5621331828ddca932c8560c92d14c80",
-            "concept_postings.arrow 7 c624f3f6e49e53604d49cba3a7f458f670e41fbd92c688a19535ac3881c5d0ac",
+            "concept_postings.arrow 7 9f1b7b1647258ad5b831d0a6a65f8d63aedbb16e5026f4096d4f99c65b1df0b0",
             "concepts.parquet 5 a65a1794872f368b4f6dc98774c8a8124314accd71ead35d038733f53eda7ccd",
             "document_concepts.parquet 13 de013246753a9263cfc7b11210a0a66072fa1cf4be4f2549ecaf0464757f4105",
-            "document_embeddings.arrow 5 3b8cf666ac8931f1065c8053d238959fa60fc13659019e7ec777ae03af464b2c",
+            "document_embeddings.arrow 5 55ab3154109068e267d9a22e726969f572c3f62d211fb8b95f14ab6ffd39f01c",
             "document_embeddings.parquet 5 dc2cdaafff393b149a5cb2661024d9bcdfddbbd435e866099758cdb44b7f21b2",
+            "documents.arrow 5 9d6887f728ff3133f206f1ad0b501519977e8d25d5e2c6c8faec0078f94aa279",
             "documents.parquet 5 0565b458eba34f56e8b5f49afc5af8ecc888e2571c7d22894caad733acc90fe6",
             "entities.parquet 4 8723dcfd892c557eac1a4147897e4a3d747ea4628411d8075379964cb5bfb83b",
+            "entity_passages.arrow 4 2008ba150163defe46cc758bfefb652c603754a631e98fcdb737e63b44bdaf35",
             "membership.parquet 6 89d2888e0f9f527d14b8dbbbf4d01264c3aee9c29346e4a10203b1165e59e55c",
             "mentions.parquet 40 ec9fdda0ac78ff7558bcb4971059734afc5c11cc74ef6f03d1a5ecea71ad8255",
+            "passages.arrow 29 36ca219c5415331aa034d3cf5a92b9a35433d7f08fb731d6cd8aeb93972ee60b",
             "passages.parquet 29 09619c79ad16794ff0ebffaa1d9a52c937bcae6da0b9a0869425635083d65e30",
             "relationships.parquet 4 b5c4ab79d4d1a0e6284d19ccae5a1413c309cffdcfb43a1224936b59b169d9b2",
-            "report_embeddings.arrow 6 d41cb5c0973b13c273a290883fc8f06c5caa92af0e1a6dd2bb171b405a563ce9",
+            "report_embeddings.arrow 6 b5e85d5e8a30f73be7f1567ec73b7464c39ed0e637525874debff9c4f469f8e1",
             "report_embeddings.parquet 6 e4967040cc69596382dab85632a0321ff0094f76e1db81939bdf94433e61c9bf",
             "report_sources.parquet 5 a73bc45d32aacedd5da74958d2ad3f65029f3290d6f8998fc5ac8e87e140fb0d",
             "reports.parquet 3 e4edca408ad8b436474cfd0aa97281bfa70851f3dfcc2bdeba72e20b2c40ba91",

@@ -782,8 +782,8 @@ pub(crate) fn search(
                 .collect();
             matched.sort();
             ConceptHit {
-                document_key: snap.document_keys[d as usize].clone(),
-                title: snap.document_titles[d as usize].clone(),
+                document_key: snap.document(d).key().to_owned(),
+                title: snap.document(d).title().to_owned(),
                 score,
                 matched,
                 hops: u32::try_from(nearest).unwrap_or(u32::MAX),

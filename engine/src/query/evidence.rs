@@ -64,7 +64,7 @@ pub(crate) fn fetch(view: &View, ids: &[String]) -> Vec<Evidence> {
             let Some(p) = snap.passage_index(id) else {
                 return unknown;
             };
-            let d = snap.passage_document[p as usize] as usize;
+            let d = snap.passage(p).document();
             let state = view.visibility(p);
             let visible = !view.is_hidden(p);
             Evidence {
@@ -75,12 +75,12 @@ pub(crate) fn fetch(view: &View, ids: &[String]) -> Vec<Evidence> {
                     EvidenceStatus::NotVisible
                 },
                 visibility: Some(state),
-                document_key: Some(snap.document_keys[d].clone()),
-                title: visible.then(|| snap.document_titles[d].clone()),
+                document_key: Some(snap.document(d).key().to_owned()),
+                title: visible.then(|| snap.document(d).title().to_owned()),
                 location: Some(Location {
-                    position: snap.passage_position[p as usize],
+                    position: snap.passage(p).position(),
                 }),
-                text: visible.then(|| snap.passage_text[p as usize].clone()),
+                text: visible.then(|| snap.passage(p).text().to_owned()),
             }
         })
         .collect()

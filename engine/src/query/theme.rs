@@ -401,7 +401,7 @@ pub(crate) fn search(
         !view.is_hidden(p)
             && in_scope
                 .as_ref()
-                .is_none_or(|s| s.contains(&snap.passage_document[p as usize]))
+                .is_none_or(|s| s.contains(&snap.passage(p).document()))
     };
     let mut themes = Vec::new();
     for &(c, score) in &candidates {
@@ -416,12 +416,12 @@ pub(crate) fn search(
         if view.withdrawn().communities.contains(c) {
             continue;
         }
-        let members = snap.community_members.row(c as usize);
+        let members = snap.community(c).members();
         let mut per_passage: HashMap<u32, u32> = HashMap::new();
         let mut named: Vec<(u32, u32)> = Vec::new(); // (entity, supporting passages)
         for &e in members {
             let mut n = 0u32;
-            for &p in snap.entity_passages.row(e as usize) {
+            for &p in snap.entity_passages().row(e as usize) {
                 if visible(p) {
                     *per_passage.entry(p).or_insert(0) += 1;
                     n += 1;
@@ -442,13 +442,17 @@ pub(crate) fn search(
         let mut passages: Vec<(u32, u32)> = per_passage.into_iter().collect();
         passages.sort_by(|a, b| {
             b.1.cmp(&a.1)
-                .then(snap.passage_position[a.0 as usize].cmp(&snap.passage_position[b.0 as usize]))
+                .then(
+                    snap.passage(a.0)
+                        .position()
+                        .cmp(&snap.passage(b.0).position()),
+                )
                 .then(a.0.cmp(&b.0))
         });
         passages.truncate(support_limit);
         themes.push(Theme {
-            theme_id: snap.community_ids[c as usize],
-            level: snap.community_level[c as usize],
+            theme_id: snap.community(c).id(),
+            level: snap.community(c).level(),
             score,
             entities: named
                 .iter()
@@ -458,11 +462,10 @@ pub(crate) fn search(
             passages: passages
                 .into_iter()
                 .map(|(p, n)| ThemePassage {
-                    evidence_id: snap.passage_ids[p as usize].clone(),
-                    document_key: snap.document_keys[snap.passage_document[p as usize] as usize]
-                        .clone(),
+                    evidence_id: snap.passage(p).id(),
+                    document_key: snap.passage(p).document_key().to_owned(),
                     location: Location {
-                        position: snap.passage_position[p as usize],
+                        position: snap.passage(p).position(),
                     },
                     num_members: n,
                 })

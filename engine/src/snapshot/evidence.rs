@@ -11,6 +11,7 @@ use roaring::RoaringBitmap;
 
 use super::Csr;
 use crate::error::{EngineError, Result};
+use crate::format::mapped::Strings;
 use crate::format::reader::{column, column_no_nulls, read_parquet, read_parquet_row_groups};
 use crate::format::schema::{concept_evidence, report_sources};
 
@@ -105,14 +106,15 @@ pub(crate) fn read_concept_evidence(
     dir: &Path,
     run_id: Option<&str>,
     wanted: &RoaringBitmap,
-    keys: &[String],
+    keys: &Strings,
     concepts: &HashMap<String, u32>,
-    passages: &HashMap<String, u32>,
+    passages: &dyn Fn(&str) -> Option<u32>,
 ) -> Result<ConceptEvidence> {
     let path = dir.join(concept_evidence::FILE);
     let mut wanted_keys: Vec<(&str, u32)> = wanted
         .iter()
-        .filter_map(|d| keys.get(d as usize).map(|k| (k.as_str(), d)))
+        .filter(|&d| (d as usize) < keys.len())
+        .map(|d| (keys.get(d as usize), d))
         .collect();
     wanted_keys.sort_unstable();
     if wanted_keys.is_empty() {
@@ -152,7 +154,7 @@ pub(crate) fn read_concept_evidence(
             TITLE
         } else {
             let pid = pids.value(row);
-            *passages.get(pid).ok_or_else(|| bad("passage_id", pid))?
+            passages(pid).ok_or_else(|| bad("passage_id", pid))?
         };
         rows.push((wanted_keys[i].1, c, ways.value(row), p));
     }
@@ -170,7 +172,7 @@ pub(crate) fn read_report_sources(
     dir: &Path,
     run_id: Option<&str>,
     community_ids: &[u32],
-    passages: &HashMap<String, u32>,
+    passages: &dyn Fn(&str) -> Option<u32>,
 ) -> Result<Csr> {
     let num_communities = community_ids.len();
     let path = dir.join(report_sources::FILE);
@@ -188,7 +190,7 @@ pub(crate) fn read_report_sources(
         };
         let c = c as u32;
         let pid = pids.value(row);
-        let p = *passages.get(pid).ok_or_else(|| {
+        let p = passages(pid).ok_or_else(|| {
             EngineError::corrupt(
                 &path,
                 format!("row {row}: passage_id {pid:?} is not in the run"),
@@ -197,6 +199,7 @@ pub(crate) fn read_report_sources(
         pairs.push((c, p));
     }
     pairs.sort_unstable();
+    pairs.dedup();
     Ok(Csr::from_pairs(num_communities, &pairs))
 }
 

@@ -1,16 +1,27 @@
-//! An opened, validated, immutable run: the tables the queries need, in query-friendly form.
+//! An opened, validated, immutable run: the tables the queries need, read in place.
+//!
+//! A run of format 2 is opened by mapping its column files ([`crate::format::mapped`]):
+//! nothing proportional to the corpus is decoded or copied at open, document keys are found
+//! by binary search over the mapped, sorted keys and passage ids by their rule, and a
+//! passage's text is read only when an answer returns it. A run of format 1 (without those
+//! files) is read from its Parquet tables into the same column types.
 
 pub mod concept_index;
 pub mod evidence;
 
 use std::collections::HashMap;
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Float32Type, Float64Type, Int32Type, UInt32Type};
-use arrow_array::{Array, FixedSizeListArray, RecordBatch};
+use arrow_array::{Array, FixedSizeListArray, RecordBatch, UInt32Array};
 
 use crate::error::{EngineError, Result};
+use crate::format::mapped::communities::CommunityColumns;
+use crate::format::mapped::documents::DocumentColumns;
+use crate::format::mapped::passages::PassageColumns;
+use crate::format::mapped::{self, Booleans, Primitives, Strings};
 use crate::format::reader::{column_no_nulls, read_parquet};
 use crate::format::schema::{
     communities, concept_edges, concept_evidence, concept_postings, concepts, document_concepts,
@@ -21,50 +32,7 @@ use crate::format::{Layout, Manifest, Verify, verify_run};
 use crate::ivf::IvfIndex;
 use crate::store::mmap;
 
-/// Compressed sparse rows: the items of row `r` are `items[offsets[r]..offsets[r + 1]]`.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Csr {
-    offsets: Vec<u32>,
-    items: Vec<u32>,
-}
-
-impl Csr {
-    /// Builds rows `0..num_rows` from `(row, item)` pairs (any order); items of a row keep the
-    /// pairs' relative order after a stable sort by row.
-    ///
-    /// # Panics
-    /// When a row is `>= num_rows` (a programmer error).
-    #[track_caller]
-    pub fn from_pairs(num_rows: usize, pairs: &[(u32, u32)]) -> Self {
-        let mut counts = vec![0u32; num_rows + 1];
-        for &(r, _) in pairs {
-            counts[r as usize + 1] += 1;
-        }
-        for i in 0..num_rows {
-            counts[i + 1] += counts[i];
-        }
-        let mut fill = counts.clone();
-        let mut items = vec![0u32; pairs.len()];
-        for &(r, it) in pairs {
-            items[fill[r as usize] as usize] = it;
-            fill[r as usize] += 1;
-        }
-        Self {
-            offsets: counts,
-            items,
-        }
-    }
-
-    /// The items of row `r`.
-    pub fn row(&self, r: usize) -> &[u32] {
-        &self.items[self.offsets[r] as usize..self.offsets[r + 1] as usize]
-    }
-
-    /// Number of rows.
-    pub fn num_rows(&self) -> usize {
-        self.offsets.len().saturating_sub(1)
-    }
-}
+pub use crate::format::mapped::Csr;
 
 /// The vocabulary of a run, for concept queries.
 #[derive(Debug, Clone, Default)]
@@ -86,52 +54,26 @@ pub struct VocabularyTables {
 }
 
 /// One complete run, opened read-only. Immutable; shared between queries behind an `Arc`.
+///
+/// Documents, passages, entities and communities are named by their row (`u32`); the row
+/// views [`Snapshot::document`], [`Snapshot::passage`] and [`Snapshot::community`] read their
+/// fields. A row out of range reads as empty fields (see [`crate::format::mapped`] on damage).
 #[derive(Debug)]
 pub struct Snapshot {
     /// The run's folder.
     pub dir: PathBuf,
     /// Its manifest.
     pub manifest: Manifest,
-    /// Document keys, sorted; a document's index is its position.
-    pub document_keys: Vec<String>,
-    /// Document titles.
-    pub document_titles: Vec<String>,
-    /// Whether linking found a concept in the document.
-    pub document_linked: Vec<bool>,
-    /// Publication years.
-    pub document_years: Vec<Option<i32>>,
-    document_index: HashMap<String, u32>,
-    /// Passage ids, in `passages.parquet` order (by document, then position).
-    pub passage_ids: Vec<String>,
-    /// Document index of each passage.
-    pub passage_document: Vec<u32>,
-    /// Position of each passage in its document.
-    pub passage_position: Vec<u32>,
-    /// Text of each passage.
-    pub passage_text: Vec<String>,
-    passage_index: HashMap<String, u32>,
-    /// Passages of each document (rows = documents).
-    pub document_passages: Csr,
+    documents: DocumentColumns,
+    passages: PassageColumns,
     /// Entity display names.
     pub entity_names: Vec<String>,
     /// Concept id of each entity.
     pub entity_concepts: Vec<String>,
     /// Weighted degree of each entity.
     pub entity_degree: Vec<f64>,
-    /// Passages mentioning each entity, ascending (rows = entities).
-    pub entity_passages: Csr,
-    /// Public id of each community (the `theme_id` of answers), strictly ascending; a
-    /// community is named by its row everywhere else in this struct.
-    pub community_ids: Vec<u32>,
-    /// Level of each community.
-    pub community_level: Vec<u32>,
-    /// Parent of each community.
-    pub community_parent: Vec<Option<u32>>,
-    /// Member entities of each community, ascending (rows = communities).
-    pub community_members: Csr,
-    /// Passages each community's report quotes (rows = communities; empty rows for runs
-    /// written before `report_sources.parquet`).
-    pub report_sources: Csr,
+    entity_passages: Csr,
+    communities: CommunityColumns,
     /// Inverses built on first use (only when something is hidden): passage → entities it
     /// mentions, entity → its communities, passage → communities quoting it.
     inverses: std::sync::OnceLock<Inverses>,
@@ -150,6 +92,183 @@ pub struct Snapshot {
     dim: usize,
 }
 
+/// Document row `d` of a [`Snapshot`] (see [`Snapshot::document`]).
+#[derive(Debug, Clone, Copy)]
+pub struct DocumentView<'a> {
+    snap: &'a Snapshot,
+    row: u32,
+}
+
+impl<'a> DocumentView<'a> {
+    /// The row.
+    pub fn row(&self) -> u32 {
+        self.row
+    }
+
+    /// The unique document key.
+    pub fn key(&self) -> &'a str {
+        self.snap.documents.keys.get(self.row as usize)
+    }
+
+    /// The title (may be empty).
+    pub fn title(&self) -> &'a str {
+        self.snap.documents.titles.get(self.row as usize)
+    }
+
+    /// The publication year, when known.
+    pub fn year(&self) -> Option<i32> {
+        self.snap.documents.years.get(self.row as usize)
+    }
+
+    /// Whether linking found a concept in the document.
+    pub fn linked(&self) -> bool {
+        self.snap.documents.linked.get(self.row as usize)
+    }
+
+    /// The rows of its passages, in position order.
+    pub fn passages(&self) -> Range<u32> {
+        let d = self.row as usize;
+        let np = self.snap.num_passages() as u32;
+        if d >= self.snap.num_documents() {
+            return 0..0;
+        }
+        let first = self.snap.documents.first_passage.value(d).min(np);
+        let end = if d + 1 == self.snap.num_documents() {
+            np
+        } else {
+            self.snap.documents.first_passage.value(d + 1).min(np)
+        };
+        first..end.max(first)
+    }
+}
+
+/// Passage row `p` of a [`Snapshot`] (see [`Snapshot::passage`]).
+#[derive(Debug, Clone, Copy)]
+pub struct PassageView<'a> {
+    snap: &'a Snapshot,
+    row: u32,
+}
+
+impl<'a> PassageView<'a> {
+    /// The row.
+    pub fn row(&self) -> u32 {
+        self.row
+    }
+
+    /// The row of its document.
+    pub fn document(&self) -> u32 {
+        self.snap.passages.document.value(self.row as usize)
+    }
+
+    /// Its document's key.
+    pub fn document_key(&self) -> &'a str {
+        self.snap.document(self.document()).key()
+    }
+
+    /// Its position in its document.
+    pub fn position(&self) -> u32 {
+        self.snap.passages.position.value(self.row as usize)
+    }
+
+    /// Its text, read from the run when asked for.
+    pub fn text(&self) -> &'a str {
+        self.snap.passages.text.get(self.row as usize)
+    }
+
+    /// Its id, `<document key>#<position>` ([`crate::format::passage_id`]).
+    pub fn id(&self) -> String {
+        crate::format::passage_id(self.document_key(), self.position())
+    }
+}
+
+/// Community row `c` of a [`Snapshot`] (see [`Snapshot::community`]).
+#[derive(Debug, Clone, Copy)]
+pub struct CommunityView<'a> {
+    snap: &'a Snapshot,
+    row: u32,
+}
+
+impl<'a> CommunityView<'a> {
+    /// The row.
+    pub fn row(&self) -> u32 {
+        self.row
+    }
+
+    /// The public id (`community_id`, the `theme_id` of answers).
+    pub fn id(&self) -> u32 {
+        self.snap.communities.ids.value(self.row as usize)
+    }
+
+    /// The level (0 = coarsest).
+    pub fn level(&self) -> u32 {
+        self.snap.communities.levels.value(self.row as usize)
+    }
+
+    /// The row of its parent community (none at level 0).
+    pub fn parent(&self) -> Option<u32> {
+        self.snap.communities.parents.get(self.row as usize)
+    }
+
+    /// Its member entities, ascending.
+    pub fn members(&self) -> &'a [u32] {
+        self.snap.communities.members.row(self.row as usize)
+    }
+
+    /// The passage rows its report quotes, ascending (empty for runs written before
+    /// `report_sources.parquet`).
+    pub fn report_sources(&self) -> &'a [u32] {
+        self.snap.communities.report_sources.row(self.row as usize)
+    }
+}
+
+/// The passage row named by `id` under the passage-id rule `<key>#<position>`: the document
+/// by binary search over the sorted keys, the position by binary search over its passages.
+fn find_passage(
+    keys: &Strings,
+    first_passage: &Primitives<UInt32Type>,
+    positions: &Primitives<UInt32Type>,
+    num_passages: usize,
+    id: &str,
+) -> Option<u32> {
+    let (key, pos) = id.rsplit_once('#')?;
+    let position: u32 = pos.parse().ok()?;
+    // The rule writes positions in plain decimal: "#07" or "#+7" name no passage.
+    if position.to_string() != pos {
+        return None;
+    }
+    let d = keys.find_sorted(key)? as usize;
+    let np = num_passages as u32;
+    let first = first_passage.value(d).min(np);
+    let end = if d + 1 == keys.len() {
+        np
+    } else {
+        first_passage.value(d + 1).min(np)
+    };
+    let (mut lo, mut hi) = (first, end.max(first));
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        match positions.value(mid as usize).cmp(&position) {
+            std::cmp::Ordering::Less => lo = mid + 1,
+            std::cmp::Ordering::Greater => hi = mid,
+            std::cmp::Ordering::Equal => return Some(mid),
+        }
+    }
+    None
+}
+
+/// Rows of the manifest's entry `name` (a table the run must list).
+fn manifest_rows(dir: &Path, manifest: &Manifest, name: &str) -> Result<usize> {
+    let entry = manifest.file(name).ok_or_else(|| {
+        EngineError::corrupt(
+            dir.join(crate::format::manifest::MANIFEST_FILE),
+            format!("{name} is not listed"),
+        )
+    })?;
+    usize::try_from(entry.rows).map_err(|_| {
+        EngineError::corrupt(dir.join(name), format!("{} rows is too many", entry.rows))
+    })
+}
+
 impl Snapshot {
     /// Opens the run `LATEST` names under `root`.
     ///
@@ -164,8 +283,8 @@ impl Snapshot {
         Self::open_run(&layout.run_dir(&run_id))
     }
 
-    /// Opens the run in `dir`: reads and checks the manifest, checks every file's size, maps the
-    /// embedding matrix and reads the tables the queries need.
+    /// Opens the run in `dir`: reads and checks the manifest, checks every file's size, maps
+    /// the column files and the embedding matrices and reads the vocabulary.
     ///
     /// # Errors
     /// [`EngineError::UnsupportedFormat`] for an unknown format version;
@@ -197,72 +316,31 @@ impl Snapshot {
         let run_id = Some(manifest.run_id.as_str());
         let p = |f: &str| dir.join(f);
 
-        // Documents.
-        let path = p(documents::FILE);
-        let b = read_parquet(&path, &documents::schema(), run_id)?;
-        let keys = column_no_nulls::<arrow_array::StringArray>(&b, documents::DOCUMENT_KEY, &path)?;
-        let titles = column_no_nulls::<arrow_array::StringArray>(&b, documents::TITLE, &path)?;
-        let linked = column_no_nulls::<arrow_array::BooleanArray>(&b, documents::LINKED, &path)?;
-        let years = b
-            .column_by_name(documents::YEAR)
-            .ok_or_else(|| EngineError::corrupt(&path, "missing column \"year\""))?
-            .as_primitive::<Int32Type>();
-        let document_keys: Vec<String> = keys
-            .iter()
-            .map(|s| s.unwrap_or_default().to_owned())
-            .collect();
-        let document_titles = titles
-            .iter()
-            .map(|s| s.unwrap_or_default().to_owned())
-            .collect();
-        let document_linked = (0..linked.len()).map(|i| linked.value(i)).collect();
-        let document_years = (0..years.len())
-            .map(|i| years.is_valid(i).then(|| years.value(i)))
-            .collect();
-        let document_index = unique_index(&document_keys, &path, "document_key")?;
-
-        // Passages.
-        let path = p(passages::FILE);
-        let b = read_parquet(&path, &passages::schema(), run_id)?;
-        let ids = column_no_nulls::<arrow_array::StringArray>(&b, passages::PASSAGE_ID, &path)?;
-        let docs = column_no_nulls::<arrow_array::StringArray>(&b, passages::DOCUMENT_KEY, &path)?;
-        let pos = column_no_nulls::<arrow_array::UInt32Array>(&b, passages::POSITION, &path)?;
-        let text = column_no_nulls::<arrow_array::StringArray>(&b, passages::TEXT, &path)?;
-        let passage_ids: Vec<String> = ids
-            .iter()
-            .map(|s| s.unwrap_or_default().to_owned())
-            .collect();
-        let passage_index = unique_index(&passage_ids, &path, "passage_id")?;
-        let mut passage_document = Vec::with_capacity(b.num_rows());
-        for (row, key) in docs.iter().enumerate() {
-            let key = key.unwrap_or_default();
-            passage_document.push(*document_index.get(key).ok_or_else(|| {
-                EngineError::corrupt(
-                    &path,
-                    format!("row {row}: document_key {key:?} is not in documents.parquet"),
+        let (documents, passages, entity_passages, communities) =
+            if manifest.file(mapped::documents::FILE).is_some() {
+                let nd = manifest_rows(dir, &manifest, documents::FILE)?;
+                let np = manifest_rows(dir, &manifest, passages::FILE)?;
+                let ne = manifest_rows(dir, &manifest, entities::FILE)?;
+                let nc = manifest_rows(dir, &manifest, communities::FILE)?;
+                (
+                    mapped::documents::read(dir, nd)?,
+                    mapped::passages::read(dir, np)?,
+                    mapped::entity_passages::read(dir, ne)?,
+                    mapped::communities::read(dir, nc)?,
                 )
-            })?);
-        }
-        let passage_position = pos.values().to_vec();
-        let passage_text = text
-            .iter()
-            .map(|s| s.unwrap_or_default().to_owned())
-            .collect();
-        let doc_pairs: Vec<(u32, u32)> = passage_document
-            .iter()
-            .enumerate()
-            .map(|(i, &d)| (d, i as u32))
-            .collect();
-        let document_passages = Csr::from_pairs(document_keys.len(), &doc_pairs);
+            } else {
+                read_parquet_columns(dir, &manifest)?
+            };
 
-        // Entities.
+        // Entities: bounded by the vocabulary, decoded.
         let path = p(entities::FILE);
         let b = read_parquet(&path, &entities::schema(), run_id)?;
         crate::format::reader::check_dense_ids(&b, entities::ENTITY_ID, &path)?;
-        let entity_names = column_no_nulls::<arrow_array::StringArray>(&b, entities::NAME, &path)?
-            .iter()
-            .map(|s| s.unwrap_or_default().to_owned())
-            .collect();
+        let entity_names: Vec<String> =
+            column_no_nulls::<arrow_array::StringArray>(&b, entities::NAME, &path)?
+                .iter()
+                .map(|s| s.unwrap_or_default().to_owned())
+                .collect();
         let entity_concepts =
             column_no_nulls::<arrow_array::StringArray>(&b, entities::CONCEPT_ID, &path)?
                 .iter()
@@ -274,90 +352,21 @@ impl Snapshot {
             .as_primitive::<Float64Type>()
             .values()
             .to_vec();
-        let num_entities = b.num_rows();
-
-        // Mentions.
-        let path = p(mentions::FILE);
-        let b = read_parquet(&path, &mentions::schema(), run_id)?;
-        let me = column_no_nulls::<arrow_array::UInt32Array>(&b, mentions::ENTITY_ID, &path)?;
-        let mp = column_no_nulls::<arrow_array::StringArray>(&b, mentions::PASSAGE_ID, &path)?;
-        let mut pairs = Vec::with_capacity(b.num_rows());
-        for row in 0..b.num_rows() {
-            let e = me.value(row);
-            let pid = mp.value(row);
-            let passage = *passage_index.get(pid).ok_or_else(|| {
-                EngineError::corrupt(
-                    &path,
-                    format!("row {row}: passage_id {pid:?} is not in passages.parquet"),
-                )
-            })?;
-            if e as usize >= num_entities {
-                return Err(EngineError::corrupt(
-                    &path,
-                    format!("row {row}: entity_id {e} out of range"),
-                ));
-            }
-            pairs.push((e, passage));
-        }
-        pairs.sort_unstable();
-        let entity_passages = Csr::from_pairs(num_entities, &pairs);
-
-        // Communities and membership.
-        let path = p(communities::FILE);
-        let b = read_parquet(&path, &communities::schema(), run_id)?;
-        let community_ids =
-            column_no_nulls::<arrow_array::UInt32Array>(&b, communities::COMMUNITY_ID, &path)?
-                .values()
-                .to_vec();
-        if let Some(row) = community_ids.windows(2).position(|w| w[0] >= w[1]) {
+        if entity_passages.num_rows() != entity_names.len() {
             return Err(EngineError::corrupt(
-                &path,
-                format!("row {}: community_id must be strictly ascending", row + 1),
+                p(mapped::entity_passages::FILE),
+                format!(
+                    "{} rows for {} entities",
+                    entity_passages.num_rows(),
+                    entity_names.len()
+                ),
             ));
         }
-        let row_of = |c: u32| community_ids.binary_search(&c).ok().map(|r| r as u32);
-        let community_level =
-            column_no_nulls::<arrow_array::UInt32Array>(&b, communities::LEVEL, &path)?
-                .values()
-                .to_vec();
-        let parent = b
-            .column_by_name(communities::PARENT)
-            .ok_or_else(|| EngineError::corrupt(&path, "missing column \"parent\""))?
-            .as_primitive::<UInt32Type>();
-        let community_parent = (0..parent.len())
-            .map(|i| {
-                if !parent.is_valid(i) {
-                    return Ok(None);
-                }
-                row_of(parent.value(i)).map(Some).ok_or_else(|| {
-                    EngineError::corrupt(
-                        &path,
-                        format!("row {i}: parent {} is not a community", parent.value(i)),
-                    )
-                })
-            })
-            .collect::<Result<Vec<_>>>()?;
-        let num_communities = community_ids.len();
-        let path = p(membership::FILE);
-        let b = read_parquet(&path, &membership::schema(), run_id)?;
-        let ment = column_no_nulls::<arrow_array::UInt32Array>(&b, membership::ENTITY_ID, &path)?;
-        let mcom =
-            column_no_nulls::<arrow_array::UInt32Array>(&b, membership::COMMUNITY_ID, &path)?;
-        let mut pairs = Vec::with_capacity(b.num_rows());
-        for row in 0..b.num_rows() {
-            let (e, c) = (ment.value(row), mcom.value(row));
-            let Some(c) = row_of(c).filter(|_| (e as usize) < num_entities) else {
-                return Err(EngineError::corrupt(
-                    &path,
-                    format!("row {row}: entity {e} or community {c} out of range"),
-                ));
-            };
-            pairs.push((c, e));
-        }
-        pairs.sort_unstable();
-        let community_members = Csr::from_pairs(num_communities, &pairs);
 
         // Report embeddings: mapped zero-copy from the IPC file.
+        let community_ids: Vec<u32> = (0..communities.ids.len())
+            .map(|c| communities.ids.value(c))
+            .collect();
         let dim = manifest.embedder.dim;
         let embeddings = map_embeddings(
             &p(report_embeddings::IPC_FILE),
@@ -366,10 +375,12 @@ impl Snapshot {
         )?;
         let report_offsets =
             report_offsets(&p(report_embeddings::IPC_FILE), &embeddings, &community_ids)?;
+        drop(community_ids);
+        let num_documents = documents.keys.len();
         let document_embeddings = map_embeddings(
             &p(document_embeddings::IPC_FILE),
             &document_embeddings::schema(dim),
-            document_keys.len(),
+            num_documents,
         )?;
         let ivf = if manifest.file(report_ivf::LISTS_FILE).is_some() {
             let group_rows: Vec<u32> = report_offsets.windows(2).map(|w| w[1] - w[0]).collect();
@@ -379,46 +390,30 @@ impl Snapshot {
         };
         // Runs with precomputed postings skip the (document, concept) rows entirely.
         let precomputed = manifest.file(concept_postings::FILE).is_some();
-        let vocabulary = read_vocabulary(dir, run_id, &document_index, !precomputed)?;
+        let keys = &documents.keys;
+        let vocabulary =
+            read_vocabulary(dir, run_id, &|k: &str| keys.find_sorted(k), !precomputed)?;
         let mut concept_index = concept_index::ConceptIndex::build(&vocabulary);
         if precomputed {
             let (postings, linked) = read_concept_postings(
                 &p(concept_postings::FILE),
                 &vocabulary.concept_index,
-                document_keys.len(),
+                num_documents,
             )?;
             concept_index.postings = postings;
             concept_index.linked = linked;
         }
         let text_index = crate::text::TextIndex::open(&p(crate::text::TEXT_INDEX_DIR))?;
-        let report_sources = if manifest.file(report_sources::FILE).is_some() {
-            evidence::read_report_sources(dir, run_id, &community_ids, &passage_index)?
-        } else {
-            Csr::from_pairs(num_communities, &[])
-        };
         Ok(Self {
             dir: dir.to_owned(),
             manifest,
-            document_keys,
-            document_titles,
-            document_linked,
-            document_years,
-            document_index,
-            passage_ids,
-            passage_document,
-            passage_position,
-            passage_text,
-            passage_index,
-            document_passages,
+            documents,
+            passages,
             entity_names,
             entity_concepts,
             entity_degree,
             entity_passages,
-            community_ids,
-            community_level,
-            community_parent,
-            community_members,
-            report_sources,
+            communities,
             inverses: std::sync::OnceLock::new(),
             vocabulary,
             concept_index,
@@ -436,23 +431,66 @@ impl Snapshot {
         &self.manifest.run_id
     }
 
+    /// Document row `d` (fields read from the run when asked for).
+    pub fn document(&self, d: u32) -> DocumentView<'_> {
+        DocumentView { snap: self, row: d }
+    }
+
+    /// Passage row `p` (fields read from the run when asked for).
+    pub fn passage(&self, p: u32) -> PassageView<'_> {
+        PassageView { snap: self, row: p }
+    }
+
+    /// Community row `c` (fields read from the run when asked for).
+    pub fn community(&self, c: u32) -> CommunityView<'_> {
+        CommunityView { snap: self, row: c }
+    }
+
     /// The row of the community whose public id (`community_id`, the `theme_id` of answers)
-    /// is `community_id`, if the run has it.
+    /// is `community_id`, if the run has it (binary search over the ascending ids).
     pub fn community_row(&self, community_id: u32) -> Option<u32> {
-        self.community_ids
-            .binary_search(&community_id)
-            .ok()
-            .map(|r| r as u32)
+        let ids = &self.communities.ids;
+        let (mut lo, mut hi) = (0usize, ids.len());
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            match ids.value(mid).cmp(&community_id) {
+                std::cmp::Ordering::Less => lo = mid + 1,
+                std::cmp::Ordering::Greater => hi = mid,
+                std::cmp::Ordering::Equal => return u32::try_from(mid).ok(),
+            }
+        }
+        None
     }
 
     /// Number of communities (themes).
     pub fn num_communities(&self) -> usize {
-        self.community_level.len()
+        self.communities.ids.len()
     }
 
     /// Number of passages.
     pub fn num_passages(&self) -> usize {
-        self.passage_ids.len()
+        self.passages.text.len()
+    }
+
+    /// Number of entities (graph nodes).
+    pub fn num_entities(&self) -> usize {
+        self.entity_names.len()
+    }
+
+    /// The passages mentioning each entity, ascending (rows = entities).
+    pub fn entity_passages(&self) -> &Csr {
+        &self.entity_passages
+    }
+
+    /// The member entities of each community, ascending (rows = communities).
+    pub fn community_members(&self) -> &Csr {
+        &self.communities.members
+    }
+
+    /// The passages each community's report quotes, ascending (rows = communities; empty
+    /// rows for runs written before `report_sources.parquet`).
+    pub fn report_sources(&self) -> &Csr {
+        &self.communities.report_sources
     }
 
     /// Embedding dimension.
@@ -495,17 +533,23 @@ impl Snapshot {
 
     /// Number of documents.
     pub fn num_documents(&self) -> usize {
-        self.document_keys.len()
+        self.documents.keys.len()
     }
 
-    /// Index of document `key`.
+    /// Row of document `key` (binary search over the sorted keys).
     pub fn document_index(&self, key: &str) -> Option<u32> {
-        self.document_index.get(key).copied()
+        self.documents.keys.find_sorted(key)
     }
 
-    /// Index of passage `id`.
+    /// Row of passage `id` (by the passage-id rule; no index is held).
     pub fn passage_index(&self, id: &str) -> Option<u32> {
-        self.passage_index.get(id).copied()
+        find_passage(
+            &self.documents.keys,
+            &self.documents.first_passage,
+            &self.passages.position,
+            self.num_passages(),
+            id,
+        )
     }
 
     /// The entities each passage mentions (rows = passages), built on first use.
@@ -528,10 +572,13 @@ impl Snapshot {
         self.inverses.get_or_init(|| Inverses {
             passage_entities: evidence::invert(&self.entity_passages, self.num_passages()),
             entity_communities: evidence::invert(
-                &self.community_members,
+                &self.communities.members,
                 self.entity_passages.num_rows(),
             ),
-            passage_quoted_by: evidence::invert(&self.report_sources, self.num_passages()),
+            passage_quoted_by: evidence::invert(
+                &self.communities.report_sources,
+                self.num_passages(),
+            ),
         })
     }
 
@@ -557,12 +604,209 @@ impl Snapshot {
             &self.dir,
             Some(self.run_id()),
             documents,
-            &self.document_keys,
+            &self.documents.keys,
             &self.vocabulary.concept_index,
-            &self.passage_index,
+            &|id: &str| self.passage_index(id),
         )
         .map(Some)
     }
+}
+
+/// The columns of a run of format 1, read from its Parquet tables into the column types a
+/// run of format 2 maps: every row decoded and checked (document keys ascending, passage ids
+/// following their rule, every id resolving).
+///
+/// # Errors
+/// [`EngineError::Corrupt`] naming the file and row; as [`read_parquet`].
+fn read_parquet_columns(
+    dir: &Path,
+    manifest: &Manifest,
+) -> Result<(DocumentColumns, PassageColumns, Csr, CommunityColumns)> {
+    let run_id = Some(manifest.run_id.as_str());
+    let p = |f: &str| dir.join(f);
+
+    // Documents.
+    let path = p(documents::FILE);
+    let b = read_parquet(&path, &documents::schema(), run_id)?;
+    let keys = Strings::from_utf8_array(column_no_nulls::<arrow_array::StringArray>(
+        &b,
+        documents::DOCUMENT_KEY,
+        &path,
+    )?);
+    let titles = Strings::from_utf8_array(column_no_nulls::<arrow_array::StringArray>(
+        &b,
+        documents::TITLE,
+        &path,
+    )?);
+    let linked = Booleans::from_array(
+        column_no_nulls::<arrow_array::BooleanArray>(&b, documents::LINKED, &path)?.clone(),
+    );
+    let years = Primitives::from_array(
+        b.column_by_name(documents::YEAR)
+            .ok_or_else(|| EngineError::corrupt(&path, "missing column \"year\""))?
+            .as_primitive::<Int32Type>()
+            .clone(),
+    );
+    let nd = keys.len();
+    if let Some(row) = (1..nd).find(|&i| keys.get(i - 1) >= keys.get(i)) {
+        return Err(EngineError::corrupt(
+            &path,
+            format!(
+                "row {row}: document_key {:?} is not after {:?} (keys are unique and ascending)",
+                keys.get(row),
+                keys.get(row - 1)
+            ),
+        ));
+    }
+
+    // Passages: grouped by document in key order, positions ascending within a document.
+    let path = p(passages::FILE);
+    let b = read_parquet(&path, &passages::schema(), run_id)?;
+    let ids = column_no_nulls::<arrow_array::StringArray>(&b, passages::PASSAGE_ID, &path)?;
+    let docs = column_no_nulls::<arrow_array::StringArray>(&b, passages::DOCUMENT_KEY, &path)?;
+    let pos = column_no_nulls::<arrow_array::UInt32Array>(&b, passages::POSITION, &path)?;
+    let text = column_no_nulls::<arrow_array::StringArray>(&b, passages::TEXT, &path)?;
+    let np = b.num_rows();
+    let mut passage_document = Vec::with_capacity(np);
+    let mut first_passage = vec![0u32; nd];
+    let mut next_doc = 0usize;
+    for row in 0..np {
+        let key = docs.value(row);
+        let d = keys.find_sorted(key).ok_or_else(|| {
+            EngineError::corrupt(
+                &path,
+                format!("row {row}: document_key {key:?} is not in documents.parquet"),
+            )
+        })?;
+        let prev = passage_document.last().copied();
+        if prev.is_some_and(|q: u32| q > d || (q == d && pos.value(row - 1) >= pos.value(row))) {
+            return Err(EngineError::corrupt(
+                &path,
+                format!("row {row}: passages are not sorted by (document_key, position)"),
+            ));
+        }
+        let id = ids.value(row);
+        if id != crate::format::passage_id(key, pos.value(row)) {
+            return Err(EngineError::corrupt(
+                &path,
+                format!("row {row}: passage_id {id:?} is not <document_key>#<position>"),
+            ));
+        }
+        while next_doc <= d as usize {
+            first_passage[next_doc] = row as u32;
+            next_doc += 1;
+        }
+        passage_document.push(d);
+    }
+    for f in first_passage.iter_mut().skip(next_doc) {
+        *f = np as u32;
+    }
+    let first_passage = Primitives::from_vec(first_passage);
+    let positions = Primitives::from_array(pos.clone());
+    let passage = |id: &str| find_passage(&keys, &first_passage, &positions, np, id);
+
+    // Mentions → the passages of each entity.
+    let num_entities = manifest_rows(dir, manifest, entities::FILE)?;
+    let path = p(mentions::FILE);
+    let b = read_parquet(&path, &mentions::schema(), run_id)?;
+    let me = column_no_nulls::<arrow_array::UInt32Array>(&b, mentions::ENTITY_ID, &path)?;
+    let mp = column_no_nulls::<arrow_array::StringArray>(&b, mentions::PASSAGE_ID, &path)?;
+    let mut pairs = Vec::with_capacity(b.num_rows());
+    for row in 0..b.num_rows() {
+        let e = me.value(row);
+        let pid = mp.value(row);
+        let q = passage(pid).ok_or_else(|| {
+            EngineError::corrupt(
+                &path,
+                format!("row {row}: passage_id {pid:?} is not in passages.parquet"),
+            )
+        })?;
+        if e as usize >= num_entities {
+            return Err(EngineError::corrupt(
+                &path,
+                format!("row {row}: entity_id {e} out of range"),
+            ));
+        }
+        pairs.push((e, q));
+    }
+    pairs.sort_unstable();
+    pairs.dedup();
+    let entity_passages = Csr::from_pairs(num_entities, &pairs);
+
+    // Communities and membership.
+    let path = p(communities::FILE);
+    let b = read_parquet(&path, &communities::schema(), run_id)?;
+    let community_ids =
+        column_no_nulls::<UInt32Array>(&b, communities::COMMUNITY_ID, &path)?.clone();
+    if let Some(row) = community_ids.values().windows(2).position(|w| w[0] >= w[1]) {
+        return Err(EngineError::corrupt(
+            &path,
+            format!("row {}: community_id must be strictly ascending", row + 1),
+        ));
+    }
+    let ids = community_ids.values();
+    let row_of = |c: u32| ids.binary_search(&c).ok().map(|r| r as u32);
+    let levels = column_no_nulls::<UInt32Array>(&b, communities::LEVEL, &path)?.clone();
+    let parent = b
+        .column_by_name(communities::PARENT)
+        .ok_or_else(|| EngineError::corrupt(&path, "missing column \"parent\""))?
+        .as_primitive::<UInt32Type>();
+    let parents = (0..parent.len())
+        .map(|i| {
+            if !parent.is_valid(i) {
+                return Ok(None);
+            }
+            row_of(parent.value(i)).map(Some).ok_or_else(|| {
+                EngineError::corrupt(
+                    &path,
+                    format!("row {i}: parent {} is not a community", parent.value(i)),
+                )
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let num_communities = ids.len();
+    let path = p(membership::FILE);
+    let b = read_parquet(&path, &membership::schema(), run_id)?;
+    let ment = column_no_nulls::<UInt32Array>(&b, membership::ENTITY_ID, &path)?;
+    let mcom = column_no_nulls::<UInt32Array>(&b, membership::COMMUNITY_ID, &path)?;
+    let mut pairs = Vec::with_capacity(b.num_rows());
+    for row in 0..b.num_rows() {
+        let (e, c) = (ment.value(row), mcom.value(row));
+        let Some(c) = row_of(c).filter(|_| (e as usize) < num_entities) else {
+            return Err(EngineError::corrupt(
+                &path,
+                format!("row {row}: entity {e} or community {c} out of range"),
+            ));
+        };
+        pairs.push((c, e));
+    }
+    pairs.sort_unstable();
+    let members = Csr::from_pairs(num_communities, &pairs);
+    let report_sources = if manifest.file(report_sources::FILE).is_some() {
+        evidence::read_report_sources(dir, run_id, ids, &passage)?
+    } else {
+        Csr::from_pairs(num_communities, &[])
+    };
+    let communities = CommunityColumns {
+        ids: Primitives::from_array(community_ids.clone()),
+        levels: Primitives::from_array(levels),
+        parents: Primitives::from_array(UInt32Array::from(parents)),
+        members,
+        report_sources,
+    };
+    let documents = DocumentColumns {
+        keys: keys.clone(),
+        titles,
+        years,
+        linked,
+        first_passage: first_passage.clone(),
+    };
+    let passages = PassageColumns {
+        document: Primitives::from_vec(passage_document),
+        position: positions.clone(),
+        text: Strings::from_utf8_array(text),
+    };
+    Ok((documents, passages, entity_passages, communities))
 }
 
 /// The inverse rows of [`Snapshot`] that only hidden passages need.
@@ -761,7 +1005,7 @@ fn unique_index(keys: &[String], path: &Path, column: &str) -> Result<HashMap<St
 fn read_vocabulary(
     dir: &Path,
     run_id: Option<&str>,
-    document_index: &HashMap<String, u32>,
+    document_index: &dyn Fn(&str) -> Option<u32>,
     with_document_concepts: bool,
 ) -> Result<VocabularyTables> {
     let path = dir.join(concepts::FILE);
@@ -836,7 +1080,7 @@ fn read_vocabulary(
         let d = match last_key {
             Some((k, d)) if k == key => d,
             _ => {
-                let d = *document_index.get(key).ok_or_else(|| {
+                let d = document_index(key).ok_or_else(|| {
                     EngineError::corrupt(
                         &path,
                         format!("row {row}: document_key {key:?} is not in documents.parquet"),
@@ -944,7 +1188,8 @@ mod tests {
             .enumerate()
             .map(|(i, k)| ((*k).to_owned(), i as u32))
             .collect();
-        let vocabulary = read_vocabulary(&run, Some(&run_id), &docs, true).unwrap();
+        let vocabulary =
+            read_vocabulary(&run, Some(&run_id), &|k: &str| docs.get(k).copied(), true).unwrap();
         let built = concept_index::ConceptIndex::build(&vocabulary);
         assert_eq!(snap.concept_index.postings, built.postings);
         assert_eq!(snap.concept_index.linked, built.linked);
@@ -982,14 +1227,5 @@ mod tests {
             err.to_string().contains("row 0") && err.to_string().contains("out of range"),
             "{err}"
         );
-    }
-
-    #[test]
-    fn csr_rows() {
-        let c = Csr::from_pairs(3, &[(2, 7), (0, 1), (2, 8), (0, 3)]);
-        assert_eq!(c.row(0), &[1, 3]);
-        assert_eq!(c.row(1), &[] as &[u32]);
-        assert_eq!(c.row(2), &[7, 8]);
-        assert_eq!(c.num_rows(), 3);
     }
 }

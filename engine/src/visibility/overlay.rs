@@ -102,7 +102,7 @@ fn build_bitmap(snap: &Snapshot, store: &VisibilityStore) -> Result<Bitmaps> {
             Target::Passage => snap.passage_index(&flag.key).into_iter().collect(),
             Target::Document => snap
                 .document_index(&flag.key)
-                .map(|d| snap.document_passages.row(d as usize).to_vec())
+                .map(|d| snap.document(d).passages().collect::<Vec<u32>>())
                 .unwrap_or_default(),
         };
         for p in rows {

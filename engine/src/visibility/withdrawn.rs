@@ -67,7 +67,8 @@ impl Withdrawn {
         }
         let mut partial_documents: RoaringBitmap = hidden
             .iter()
-            .filter_map(|p| snap.passage_document.get(p as usize).copied())
+            .filter(|&p| (p as usize) < snap.num_passages())
+            .map(|p| snap.passage(p).document())
             .collect();
         partial_documents -= hidden_documents;
         let mut communities = RoaringBitmap::new();
@@ -80,7 +81,7 @@ impl Withdrawn {
             communities.extend(snap.passage_quoted_by().row(p).iter().copied());
             entities.extend(snap.passage_entities().row(p).iter().copied());
         }
-        for e in rows_all_hidden(&snap.entity_passages, entities, |q| hidden.contains(q)) {
+        for e in rows_all_hidden(snap.entity_passages(), entities, |q| hidden.contains(q)) {
             communities.extend(snap.entity_communities().row(e as usize).iter().copied());
         }
         let evidence = snap.concept_evidence_of(&partial_documents)?;
@@ -109,13 +110,12 @@ impl Withdrawn {
             snap.text_index
                 .overlay(self.partial_documents.iter().map(|d| {
                     let passages = snap
-                        .document_passages
-                        .row(d as usize)
-                        .iter()
-                        .filter(|&&p| !hidden.contains(p))
-                        .map(|&p| snap.passage_text[p as usize].as_str())
+                        .document(d)
+                        .passages()
+                        .filter(|&p| !hidden.contains(p))
+                        .map(|p| snap.passage(p).text())
                         .collect();
-                    (d, snap.document_titles[d as usize].as_str(), passages)
+                    (d, snap.document(d).title(), passages)
                 }))
         });
         built.as_ref().map(Some)

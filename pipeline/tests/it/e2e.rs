@@ -103,7 +103,7 @@ fn run_publishes_a_valid_snapshot_and_answers() {
     }
     assert_eq!(manifest.embedder.model, "agrag-hash-v2");
     let snap = Snapshot::open_run(&run_dir).unwrap();
-    assert_eq!(snap.document_keys.len(), 60);
+    assert_eq!(snap.num_documents(), 60);
     assert_eq!(snap.entity_names.len(), summary.entities);
 
     // Membership: every entity has exactly one community at level 0, at most one per level,
@@ -131,14 +131,16 @@ fn run_publishes_a_valid_snapshot_and_answers() {
     }
     let mut per_level: HashMap<(u32, u32), u32> = HashMap::new();
     for c in 0..snap.num_communities() {
-        let members = snap.community_members.row(c);
+        let members = snap.community_members().row(c);
         assert!(!members.is_empty(), "community {c} is empty");
         assert!(
             is_connected(members, &adj),
             "community {c} is not connected"
         );
         for &e in members {
-            *per_level.entry((snap.community_level[c], e)).or_insert(0) += 1;
+            *per_level
+                .entry((snap.community(c as u32).level(), e))
+                .or_insert(0) += 1;
         }
     }
     assert!(per_level.values().all(|&n| n == 1));

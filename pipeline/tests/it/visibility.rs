@@ -45,14 +45,14 @@ fn single_passage_community(engine: &Engine) -> (usize, String) {
     let snap = view.snapshot().unwrap();
     for c in 0..snap.num_communities() {
         let passages: HashSet<u32> = snap
-            .community_members
+            .community_members()
             .row(c)
             .iter()
-            .flat_map(|&e| snap.entity_passages.row(e as usize).iter().copied())
+            .flat_map(|&e| snap.entity_passages().row(e as usize).iter().copied())
             .collect();
         if passages.len() == 1 {
             let p = *passages.iter().next().unwrap();
-            return (c, snap.passage_ids[p as usize].clone());
+            return (c, snap.passage(p).id());
         }
     }
     panic!("the fixture has no community supported by a single passage");
@@ -172,10 +172,9 @@ fn a_deleted_document_appears_nowhere_and_leaves_the_next_graph() {
     let snap = view.snapshot().unwrap().clone();
     let d = snap.document_index(doc).unwrap();
     let ids: Vec<String> = snap
-        .document_passages
-        .row(d as usize)
-        .iter()
-        .map(|&p| snap.passage_ids[p as usize].clone())
+        .document(d)
+        .passages()
+        .map(|p| snap.passage(p).id())
         .collect();
     // Every community's own vector, every passage it may show: none from the deleted document.
     for c in 0..snap.num_communities() {
@@ -200,10 +199,10 @@ fn a_deleted_document_appears_nowhere_and_leaves_the_next_graph() {
     // The next run leaves its passages out of the graph; a hidden passage stays among the
     // run's passages (unhiding it works at once) but leaves the graph and the reports.
     let other_row = (0..snap.entity_names.len())
-        .flat_map(|e| snap.entity_passages.row(e).iter().copied())
-        .find(|&p| snap.passage_document[p as usize] != d)
+        .flat_map(|e| snap.entity_passages().row(e).iter().copied())
+        .find(|&p| snap.passage(p).document() != d)
         .unwrap();
-    let other = snap.passage_ids[other_row as usize].clone();
+    let other = snap.passage(other_row).id();
     engine
         .set_visibility(Target::Passage, &other, Visibility::Hidden, None)
         .unwrap();
@@ -218,18 +217,18 @@ fn a_deleted_document_appears_nowhere_and_leaves_the_next_graph() {
         .collect();
     for e in 0..snap.entity_names.len() {
         assert!(
-            snap.entity_passages
+            snap.entity_passages()
                 .row(e)
                 .iter()
                 .all(|p| !excluded.contains(p))
         );
     }
     let hidden = snap.passage_index(&other).unwrap();
-    assert!(!snap.passage_text[hidden as usize].is_empty());
-    assert!((0..snap.entity_names.len()).all(|e| !snap.entity_passages.row(e).contains(&hidden)));
+    assert!(!snap.passage(hidden).text().is_empty());
+    assert!((0..snap.entity_names.len()).all(|e| !snap.entity_passages().row(e).contains(&hidden)));
     assert!(snap.passage_quoted_by().row(hidden as usize).is_empty());
     assert!(
-        (0..snap.num_communities()).any(|c| !snap.report_sources.row(c).is_empty()),
+        (0..snap.num_communities()).any(|c| !snap.report_sources().row(c).is_empty()),
         "reports name the passages they quote"
     );
     // Nothing the hidden passage fed is withdrawn from theme search: it fed nothing.
@@ -341,13 +340,13 @@ fn hidden_candidates_filling_the_window_give_truncated() {
     let window = agrag_engine::query::theme::top_k(&scores, 3);
     let mut hidden = HashSet::new();
     for &(c, _) in &window {
-        for &e in snap.community_members.row(c as usize) {
-            for &p in snap.entity_passages.row(e as usize) {
+        for &e in snap.community_members().row(c as usize) {
+            for &p in snap.entity_passages().row(e as usize) {
                 if hidden.insert(p) {
                     engine
                         .set_visibility(
                             Target::Passage,
-                            &snap.passage_ids[p as usize],
+                            &snap.passage(p).id(),
                             Visibility::Hidden,
                             None,
                         )
@@ -360,8 +359,8 @@ fn hidden_candidates_filling_the_window_give_truncated() {
     // answer did not read, so it must say truncated.
     let exists_below = (0..snap.num_communities()).any(|c| {
         !window.iter().any(|w| w.0 as usize == c)
-            && snap.community_members.row(c).iter().any(|&e| {
-                snap.entity_passages
+            && snap.community_members().row(c).iter().any(|&e| {
+                snap.entity_passages()
                     .row(e as usize)
                     .iter()
                     .any(|p| !hidden.contains(p))
@@ -397,10 +396,10 @@ fn a_one_document_scope_names_only_members_its_passages_mention() {
         for name in &t.entities {
             let e = snap.entity_names.iter().position(|n| n == name).unwrap();
             assert!(
-                snap.entity_passages
+                snap.entity_passages()
                     .row(e)
                     .iter()
-                    .any(|&p| snap.passage_document[p as usize] == d),
+                    .any(|&p| snap.passage(p).document() == d),
                 "{name} is named but no in-scope passage mentions it"
             );
         }
@@ -433,8 +432,8 @@ fn a_hidden_passage_no_longer_finds_its_document_by_its_own_concepts_or_words() 
     };
     let mut found = None;
     'docs: for d in 0..snap.num_documents() as u32 {
-        let rows = snap.document_passages.row(d as usize);
-        for &p in rows {
+        let rows: Vec<u32> = snap.document(d).passages().collect();
+        for &p in &rows {
             let before: Vec<u32> = evidence.supported_concepts(d, |_| false).collect();
             let after: Vec<u32> = evidence.supported_concepts(d, |q| q == p).collect();
             let Some(&only) = before.iter().find(|c| !after.contains(c)) else {
@@ -443,11 +442,11 @@ fn a_hidden_passage_no_longer_finds_its_document_by_its_own_concepts_or_words() 
             let Some(&stays) = after.first() else {
                 continue;
             };
-            let mut elsewhere = words(&snap.document_titles[d as usize]);
+            let mut elsewhere = words(&snap.document(d).title());
             for &q in rows.iter().filter(|&&q| q != p) {
-                elsewhere.extend(words(&snap.passage_text[q as usize]));
+                elsewhere.extend(words(&snap.passage(q).text()));
             }
-            if let Some(w) = words(&snap.passage_text[p as usize])
+            if let Some(w) = words(&snap.passage(p).text())
                 .into_iter()
                 .filter(|w| !elsewhere.contains(w))
                 .min()
@@ -458,7 +457,7 @@ fn a_hidden_passage_no_longer_finds_its_document_by_its_own_concepts_or_words() 
         }
     }
     let (d, p, only, stays, word) = found.expect("the fixture has such a passage");
-    let key = snap.document_keys[d as usize].clone();
+    let key = snap.document(d).key().to_owned();
     let id = |c: u32| snap.vocabulary.concept_ids[c as usize].clone();
     let docs_of = |req: &ConceptRequest| -> Vec<String> {
         let mut req = req.clone();
@@ -482,7 +481,7 @@ fn a_hidden_passage_no_longer_finds_its_document_by_its_own_concepts_or_words() 
     engine
         .set_visibility(
             Target::Passage,
-            &snap.passage_ids[p as usize],
+            &snap.passage(p).id(),
             Visibility::Hidden,
             None,
         )
