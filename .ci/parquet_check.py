@@ -78,6 +78,22 @@ DOCUMENTED = {
 }
 
 
+# The column files the engine maps (format 2 on; README's "Mapped column files"), keyed by file
+# name since three share a stem with a Parquet table. Text is Binary holding UTF-8.
+BIN, LIST_U32 = pa.binary(), pa.list_(pa.uint32())
+MAPPED = {
+    "documents.arrow": [("document_key", BIN, "BLOB"), ("title", BIN, "BLOB"),
+                        ("year", I32, "INTEGER"), ("linked", BOOL, "BOOLEAN"),
+                        ("first_passage", U32, "UINTEGER")],
+    "passages.arrow": [("document", U32, "UINTEGER"), ("position", U32, "UINTEGER"),
+                       ("text", BIN, "BLOB")],
+    "entities.arrow": [("concept_id", BIN, "BLOB"), ("name", BIN, "BLOB"), ("degree", F64, "DOUBLE"),
+                       ("passages", LIST_U32, "UINTEGER[]")],
+    "communities.arrow": [("community_id", U32, "UINTEGER"), ("level", U32, "UINTEGER"),
+                          ("parent_row", U32, "UINTEGER"), ("members", LIST_U32, "UINTEGER[]"),
+                          ("report_sources", LIST_U32, "UINTEGER[]")],
+}
+
 ACCELERATORS = ("concept_postings", "report_ivf_centroids", "report_ivf_lists", "text_embeddings")
 # Tables added after the golden run of format 1 was written: every new run has them.
 ADDED_LATER = ("concept_evidence", "report_sources", "community_lineage")
@@ -93,7 +109,9 @@ def expect(cond, where, what):
         raise Failure(f"{where}: {what}")
 
 
-def types_of(stem, dim, where):
+def types_of(stem, dim, where, file_name=None):
+    if file_name in MAPPED:
+        return MAPPED[file_name]
     expect(stem in DOCUMENTED, where, "file not documented in README.md's snapshot table")
     out = []
     for name, pa_type, duck_type in DOCUMENTED[stem]:
@@ -154,6 +172,13 @@ def check_run(run_dir):
             expect(kv.get("run_id") == run_id, where, f"run_id metadata {kv.get('run_id')!r}")
             expect(kv.get("format_version") == str(version), where,
                    f"format_version metadata {kv.get('format_version')!r}")
+            if version >= 2:
+                # pyarrow shows the Arrow schema's metadata (not the Parquet key-value pairs):
+                # from format 2 on it carries run_id and format_version as well.
+                sm = {k.decode(): v.decode() for k, v in (table.schema.metadata or {}).items()}
+                expect(sm.get("run_id") == run_id and sm.get("format_version") == str(version),
+                       f"{where} (pyarrow schema metadata)",
+                       f"run_id {sm.get('run_id')!r}, format_version {sm.get('format_version')!r}")
             for g in range(meta.num_row_groups):
                 rg = meta.row_group(g)
                 expect(rg.num_rows <= ROW_GROUP_ROWS, where, f"row group {g} has {rg.num_rows} rows")
@@ -163,7 +188,7 @@ def check_run(run_dir):
             duck_want = [(n, t, d if not isinstance(d, tuple) else d[1]) for n, t, d in want]
             check_duckdb(con, f"read_parquet('{path}')", duck_want, entry["rows"], dim, f"{where} (DuckDB)")
         elif name.endswith(".arrow"):
-            want = types_of(name[: -len(".arrow")], dim, where)
+            want = types_of(name[: -len(".arrow")], dim, where, name)
             with pa.memory_map(str(path)) as source:
                 table = pyarrow.ipc.open_file(source).read_all()
             check_arrow_schema(table.schema, want, f"{where} (pyarrow IPC)")
@@ -186,6 +211,8 @@ def check_run(run_dir):
     expect(not found_later or found_later == later, str(run_dir),
            f"holds {sorted(found_later)} of {sorted(later)}: a run has all or none")
     optional |= later
+    if version >= 2:
+        required |= set(MAPPED)
     missing, extra = required - set(checked), set(checked) - required - optional
     expect(not missing and not extra, str(run_dir), f"missing {sorted(missing)}, unexpected {sorted(extra)}")
     return len(checked)

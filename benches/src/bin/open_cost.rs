@@ -37,6 +37,10 @@ struct Cli {
 }
 
 const MIB: f64 = (1u64 << 20) as f64;
+/// Target: milliseconds to open a run of 10⁶ documents, sizes verified.
+const TARGET_OPEN_MS: f64 = 50.0;
+/// Target: resident MiB after opening a run of 10⁶ documents.
+const TARGET_RSS_MIB: f64 = 100.0;
 
 /// Child: open `root` at `verify`, print `open_ms rss_before_bytes rss_after_bytes`.
 fn open_child(root: &Path, verify: &str) {
@@ -85,6 +89,8 @@ fn main() {
         "| documents | rows (all tables) | run MiB | verify | open ms | ms per million rows | RSS after open MiB | RSS growth MiB |"
     );
     println!("|---:|---:|---:|---|---:|---:|---:|---:|");
+    // (documents, open ms, RSS after open MiB) of the runs the targets judge.
+    let mut targets: Vec<(usize, f64, f64)> = Vec::new();
     for n in sizes {
         let root = dir.path().join(format!("n{n}"));
         let embedder = HashEmbedder::default();
@@ -131,6 +137,9 @@ fn main() {
                 growth.push((v[2] - v[1]) / MIB);
             }
             let ms = median(ms);
+            if n >= 1_000_000 && verify == "sizes" {
+                targets.push((n, ms, median(after.clone())));
+            }
             println!(
                 "| {n} | {rows} | {:.1} | {verify} | {ms:.0} | {:.0} | {:.0} | {:.0} |",
                 bytes as f64 / MIB,
@@ -139,5 +148,19 @@ fn main() {
                 median(growth)
             );
         }
+    }
+    println!();
+    if targets.is_empty() {
+        println!(
+            "targets (open <= {TARGET_OPEN_MS} ms and RSS after open <= {TARGET_RSS_MIB} MiB at 10^6 documents, sizes verified): not measured (no size >= 1000000)"
+        );
+    }
+    for (n, ms, rss) in targets {
+        let met = |ok: bool| if ok { "met" } else { "NOT met" };
+        println!(
+            "target at {n} documents: open {ms:.0} ms <= {TARGET_OPEN_MS} ms {}; RSS after open {rss:.0} MiB <= {TARGET_RSS_MIB} MiB {}",
+            met(ms <= TARGET_OPEN_MS),
+            met(rss <= TARGET_RSS_MIB)
+        );
     }
 }

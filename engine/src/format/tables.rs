@@ -854,7 +854,7 @@ pub fn write_run_columns_into<'a>(
     )?;
 
     mentions.sort_unstable();
-    super::mapped::entity_passages::write(&mut w, es.len(), &mentions)?;
+    super::mapped::entities::write(&mut w, &es, &mentions)?;
     mentions.sort_unstable_by_key(|m| (m.0, pk(m.1), m.2));
     let schema = mentions::schema();
     w.write_parquet_batches(
@@ -1538,6 +1538,89 @@ mod tests {
         out
     }
 
+    /// The mapped column files of a format-2 run read the same rows as its Parquet tables
+    /// (the format-1 path), and every passage id and document key is found by the lookups
+    /// that hold no index (keys with `#` and `!` among them); ids off the rule are not.
+    #[test]
+    fn mapped_columns_read_as_the_parquet_tables() {
+        let dir = tempfile::tempdir().unwrap();
+        let embedder = HashEmbedder::new(8);
+        let data = tricky_run(&embedder);
+        let layout = Layout::new(dir.path());
+        write_run(
+            &layout,
+            RUN_ID,
+            &data,
+            embedder.identity(),
+            serde_json::json!({}),
+            "test".into(),
+            serde_json::json!({}),
+        )
+        .unwrap();
+        let run = layout.run_dir(RUN_ID);
+        let snap = crate::snapshot::Snapshot::open_run(&run).unwrap();
+        assert!(
+            snap.manifest
+                .file(super::super::mapped::passages::FILE)
+                .is_some()
+        );
+        let (docs, passages, entities, communities) =
+            crate::snapshot::read_parquet_columns(&run, &snap.manifest).unwrap();
+        assert_eq!(snap.num_documents(), data.documents.len());
+        for d in 0..snap.num_documents() {
+            let v = snap.document(d as u32);
+            assert_eq!(v.key(), docs.keys.get(d));
+            assert_eq!(v.key(), data.documents[d].key);
+            assert_eq!(v.title(), docs.titles.get(d));
+            assert_eq!(v.year(), docs.years.get(d));
+            assert_eq!(v.linked(), docs.linked.get(d));
+            assert_eq!(v.passages().start, docs.first_passage.value(d));
+            assert_eq!(v.passages().len(), data.documents[d].num_passages as usize);
+            assert_eq!(snap.document_index(v.key()), Some(d as u32));
+        }
+        assert_eq!(snap.num_passages(), data.passages.len());
+        for (p, row) in data.passages.iter().enumerate() {
+            let v = snap.passage(p as u32);
+            assert_eq!(v.id(), row.passage_id);
+            assert_eq!(v.text(), row.text);
+            assert_eq!(v.text(), passages.text.get(p));
+            assert_eq!(v.document(), passages.document.value(p));
+            assert_eq!(v.position(), passages.position.value(p));
+            assert_eq!(snap.passage_index(&row.passage_id), Some(p as u32));
+        }
+        for bad in [
+            "a#07", "a#+1", "a#", "a", "zz#0", "b#c#99", "b#0#c", "#0", "",
+        ] {
+            assert_eq!(snap.passage_index(bad), None, "{bad:?}");
+        }
+        assert_eq!(snap.document_index("a-"), None);
+        assert_eq!(snap.num_entities(), data.entities.len());
+        for e in 0..snap.num_entities() {
+            let v = snap.entity(e as u32);
+            assert_eq!(v.passages(), entities.passages.row(e), "entity {e}");
+            assert_eq!(v.name(), entities.names.get(e));
+            assert_eq!(v.name(), data.entities[e].name);
+            assert_eq!(v.concept_id(), entities.concept_ids.get(e));
+            assert_eq!(v.degree(), entities.degrees.value(e));
+            assert!(!snap.entity_passages().row(e).is_empty());
+        }
+        assert_eq!(snap.num_communities(), data.communities.len());
+        for c in 0..snap.num_communities() {
+            let v = snap.community(c as u32);
+            assert_eq!(v.id(), communities.ids.value(c));
+            assert_eq!(v.level(), communities.levels.value(c));
+            assert_eq!(v.parent(), communities.parents.get(c));
+            assert_eq!(v.members(), communities.members.row(c));
+            assert_eq!(v.report_sources(), communities.report_sources.row(c));
+            assert_eq!(snap.community_row(v.id()), Some(c as u32));
+        }
+        // Out of range reads as empty, never a panic.
+        let n = snap.num_passages() as u32;
+        assert_eq!(snap.passage(n).text(), "");
+        assert_eq!(snap.document(snap.num_documents() as u32).passages(), 0..0);
+        assert!(snap.community(99).members().is_empty());
+    }
+
     /// What the writer wrote for [`tricky_run`] before tables were streamed from integer
     /// columns (recorded then): the streaming writer must write the same rows, in the same
     /// order, with the same schemas.
@@ -1574,8 +1657,8 @@ mod tests {
             "document_embeddings.parquet 5 dc2cdaafff393b149a5cb2661024d9bcdfddbbd435e866099758cdb44b7f21b2",
             "documents.arrow 5 9d6887f728ff3133f206f1ad0b501519977e8d25d5e2c6c8faec0078f94aa279",
             "documents.parquet 5 0565b458eba34f56e8b5f49afc5af8ecc888e2571c7d22894caad733acc90fe6",
+            "entities.arrow 4 c0ab29dac4751b902eb0ac4e2896518b1a4e1d51a6adb048040c8e0604ec083d",
             "entities.parquet 4 8723dcfd892c557eac1a4147897e4a3d747ea4628411d8075379964cb5bfb83b",
-            "entity_passages.arrow 4 2008ba150163defe46cc758bfefb652c603754a631e98fcdb737e63b44bdaf35",
             "membership.parquet 6 89d2888e0f9f527d14b8dbbbf4d01264c3aee9c29346e4a10203b1165e59e55c",
             "mentions.parquet 40 ec9fdda0ac78ff7558bcb4971059734afc5c11cc74ef6f03d1a5ecea71ad8255",
             "passages.arrow 29 36ca219c5415331aa034d3cf5a92b9a35433d7f08fb731d6cd8aeb93972ee60b",

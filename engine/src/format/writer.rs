@@ -157,8 +157,9 @@ impl RunWriter {
     /// so a table is never whole in memory) as Parquet file `name`, declaring it sorted by
     /// `sorted_by` (column names, ascending; the caller sorts). Snappy-compressed, page
     /// statistics, row groups of at most [`ROW_GROUP_ROWS`] rows and about
-    /// [`ROW_GROUP_BYTES`] bytes, `run_id` and `format_version` in the key-value metadata.
-    /// The batches' sizes do not change the file's rows, only where its row groups end.
+    /// [`ROW_GROUP_BYTES`] bytes, `run_id` and `format_version` in the key-value metadata and
+    /// in the embedded Arrow schema's metadata. The batches' sizes do not change the file's
+    /// rows, only where its row groups end.
     ///
     /// # Errors
     /// The first error `batches` yields; [`EngineError::Io`] / [`EngineError::Parquet`] on
@@ -198,10 +199,21 @@ impl RunWriter {
             path: path.clone(),
             reason: e.to_string(),
         };
+        // pyarrow (and so pandas) shows the metadata of the Arrow schema embedded in the file,
+        // not the Parquet key-value pairs: the run id goes in both.
+        let mut meta = schema.metadata().clone();
+        meta.insert(META_RUN_ID.to_owned(), self.run_id.clone());
+        meta.insert(META_FORMAT_VERSION.to_owned(), FORMAT_VERSION.to_string());
+        let schema = std::sync::Arc::new(schema.as_ref().clone().with_metadata(meta));
         let mut writer = ArrowWriter::try_new(out, schema.clone(), Some(props)).map_err(perr)?;
         let mut rows = 0usize;
         for batch in batches {
-            let batch = batch?;
+            let batch = batch?
+                .with_schema(schema.clone())
+                .map_err(|e| EngineError::Parquet {
+                    path: path.clone(),
+                    reason: e.to_string(),
+                })?;
             rows += batch.num_rows();
             writer.write(&batch).map_err(perr)?;
         }

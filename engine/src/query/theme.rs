@@ -436,8 +436,12 @@ pub(crate) fn search(
         }
         named.sort_by(|a, b| {
             b.1.cmp(&a.1)
-                .then(snap.entity_degree[b.0 as usize].total_cmp(&snap.entity_degree[a.0 as usize]))
-                .then(snap.entity_names[a.0 as usize].cmp(&snap.entity_names[b.0 as usize]))
+                .then(
+                    snap.entity(b.0)
+                        .degree()
+                        .total_cmp(&snap.entity(a.0).degree()),
+                )
+                .then(snap.entity(a.0).name().cmp(snap.entity(b.0).name()))
         });
         let mut passages: Vec<(u32, u32)> = per_passage.into_iter().collect();
         passages.sort_by(|a, b| {
@@ -457,7 +461,7 @@ pub(crate) fn search(
             entities: named
                 .iter()
                 .take(MAX_THEME_ENTITIES)
-                .map(|&(e, _)| snap.entity_names[e as usize].clone())
+                .map(|&(e, _)| snap.entity(e).name().to_owned())
                 .collect(),
             passages: passages
                 .into_iter()

@@ -20,6 +20,7 @@ use arrow_array::{Array, FixedSizeListArray, RecordBatch, UInt32Array};
 use crate::error::{EngineError, Result};
 use crate::format::mapped::communities::CommunityColumns;
 use crate::format::mapped::documents::DocumentColumns;
+use crate::format::mapped::entities::EntityColumns;
 use crate::format::mapped::passages::PassageColumns;
 use crate::format::mapped::{self, Booleans, Primitives, Strings};
 use crate::format::reader::{column_no_nulls, read_parquet};
@@ -66,13 +67,7 @@ pub struct Snapshot {
     pub manifest: Manifest,
     documents: DocumentColumns,
     passages: PassageColumns,
-    /// Entity display names.
-    pub entity_names: Vec<String>,
-    /// Concept id of each entity.
-    pub entity_concepts: Vec<String>,
-    /// Weighted degree of each entity.
-    pub entity_degree: Vec<f64>,
-    entity_passages: Csr,
+    entities: EntityColumns,
     communities: CommunityColumns,
     /// Inverses built on first use (only when something is hidden): passage → entities it
     /// mentions, entity → its communities, passage → communities quoting it.
@@ -178,6 +173,40 @@ impl<'a> PassageView<'a> {
     /// Its id, `<document key>#<position>` ([`crate::format::passage_id`]).
     pub fn id(&self) -> String {
         crate::format::passage_id(self.document_key(), self.position())
+    }
+}
+
+/// Entity `e` (its `entity_id`) of a [`Snapshot`] (see [`Snapshot::entity`]).
+#[derive(Debug, Clone, Copy)]
+pub struct EntityView<'a> {
+    snap: &'a Snapshot,
+    row: u32,
+}
+
+impl<'a> EntityView<'a> {
+    /// The entity id.
+    pub fn row(&self) -> u32 {
+        self.row
+    }
+
+    /// The concept it stands for.
+    pub fn concept_id(&self) -> &'a str {
+        self.snap.entities.concept_ids.get(self.row as usize)
+    }
+
+    /// Its display name.
+    pub fn name(&self) -> &'a str {
+        self.snap.entities.names.get(self.row as usize)
+    }
+
+    /// Its weighted degree in the entity graph.
+    pub fn degree(&self) -> f64 {
+        self.snap.entities.degrees.value(self.row as usize)
+    }
+
+    /// The passage rows mentioning it, ascending.
+    pub fn passages(&self) -> &'a [u32] {
+        self.snap.entities.passages.row(self.row as usize)
     }
 }
 
@@ -316,7 +345,7 @@ impl Snapshot {
         let run_id = Some(manifest.run_id.as_str());
         let p = |f: &str| dir.join(f);
 
-        let (documents, passages, entity_passages, communities) =
+        let (documents, passages, entities, communities) =
             if manifest.file(mapped::documents::FILE).is_some() {
                 let nd = manifest_rows(dir, &manifest, documents::FILE)?;
                 let np = manifest_rows(dir, &manifest, passages::FILE)?;
@@ -325,43 +354,12 @@ impl Snapshot {
                 (
                     mapped::documents::read(dir, nd)?,
                     mapped::passages::read(dir, np)?,
-                    mapped::entity_passages::read(dir, ne)?,
+                    mapped::entities::read(dir, ne)?,
                     mapped::communities::read(dir, nc)?,
                 )
             } else {
                 read_parquet_columns(dir, &manifest)?
             };
-
-        // Entities: bounded by the vocabulary, decoded.
-        let path = p(entities::FILE);
-        let b = read_parquet(&path, &entities::schema(), run_id)?;
-        crate::format::reader::check_dense_ids(&b, entities::ENTITY_ID, &path)?;
-        let entity_names: Vec<String> =
-            column_no_nulls::<arrow_array::StringArray>(&b, entities::NAME, &path)?
-                .iter()
-                .map(|s| s.unwrap_or_default().to_owned())
-                .collect();
-        let entity_concepts =
-            column_no_nulls::<arrow_array::StringArray>(&b, entities::CONCEPT_ID, &path)?
-                .iter()
-                .map(|s| s.unwrap_or_default().to_owned())
-                .collect();
-        let entity_degree = b
-            .column_by_name(entities::DEGREE)
-            .ok_or_else(|| EngineError::corrupt(&path, "missing column \"degree\""))?
-            .as_primitive::<Float64Type>()
-            .values()
-            .to_vec();
-        if entity_passages.num_rows() != entity_names.len() {
-            return Err(EngineError::corrupt(
-                p(mapped::entity_passages::FILE),
-                format!(
-                    "{} rows for {} entities",
-                    entity_passages.num_rows(),
-                    entity_names.len()
-                ),
-            ));
-        }
 
         // Report embeddings: mapped zero-copy from the IPC file.
         let community_ids: Vec<u32> = (0..communities.ids.len())
@@ -409,10 +407,7 @@ impl Snapshot {
             manifest,
             documents,
             passages,
-            entity_names,
-            entity_concepts,
-            entity_degree,
-            entity_passages,
+            entities,
             communities,
             inverses: std::sync::OnceLock::new(),
             vocabulary,
@@ -472,14 +467,19 @@ impl Snapshot {
         self.passages.text.len()
     }
 
+    /// Entity `e` (fields read from the run when asked for).
+    pub fn entity(&self, e: u32) -> EntityView<'_> {
+        EntityView { snap: self, row: e }
+    }
+
     /// Number of entities (graph nodes).
     pub fn num_entities(&self) -> usize {
-        self.entity_names.len()
+        self.entities.names.len()
     }
 
     /// The passages mentioning each entity, ascending (rows = entities).
     pub fn entity_passages(&self) -> &Csr {
-        &self.entity_passages
+        &self.entities.passages
     }
 
     /// The member entities of each community, ascending (rows = communities).
@@ -570,11 +570,8 @@ impl Snapshot {
 
     fn inverses(&self) -> &Inverses {
         self.inverses.get_or_init(|| Inverses {
-            passage_entities: evidence::invert(&self.entity_passages, self.num_passages()),
-            entity_communities: evidence::invert(
-                &self.communities.members,
-                self.entity_passages.num_rows(),
-            ),
+            passage_entities: evidence::invert(&self.entities.passages, self.num_passages()),
+            entity_communities: evidence::invert(&self.communities.members, self.num_entities()),
             passage_quoted_by: evidence::invert(
                 &self.communities.report_sources,
                 self.num_passages(),
@@ -618,10 +615,15 @@ impl Snapshot {
 ///
 /// # Errors
 /// [`EngineError::Corrupt`] naming the file and row; as [`read_parquet`].
-fn read_parquet_columns(
+pub(crate) fn read_parquet_columns(
     dir: &Path,
     manifest: &Manifest,
-) -> Result<(DocumentColumns, PassageColumns, Csr, CommunityColumns)> {
+) -> Result<(
+    DocumentColumns,
+    PassageColumns,
+    EntityColumns,
+    CommunityColumns,
+)> {
     let run_id = Some(manifest.run_id.as_str());
     let p = |f: &str| dir.join(f);
 
@@ -705,8 +707,27 @@ fn read_parquet_columns(
     let positions = Primitives::from_array(pos.clone());
     let passage = |id: &str| find_passage(&keys, &first_passage, &positions, np, id);
 
-    // Mentions → the passages of each entity.
-    let num_entities = manifest_rows(dir, manifest, entities::FILE)?;
+    // Entities, and from the mentions the passages of each.
+    let path = p(entities::FILE);
+    let b = read_parquet(&path, &entities::schema(), run_id)?;
+    crate::format::reader::check_dense_ids(&b, entities::ENTITY_ID, &path)?;
+    let names = Strings::from_utf8_array(column_no_nulls::<arrow_array::StringArray>(
+        &b,
+        entities::NAME,
+        &path,
+    )?);
+    let concept_ids = Strings::from_utf8_array(column_no_nulls::<arrow_array::StringArray>(
+        &b,
+        entities::CONCEPT_ID,
+        &path,
+    )?);
+    let degrees = Primitives::from_array(
+        b.column_by_name(entities::DEGREE)
+            .ok_or_else(|| EngineError::corrupt(&path, "missing column \"degree\""))?
+            .as_primitive::<Float64Type>()
+            .clone(),
+    );
+    let num_entities = names.len();
     let path = p(mentions::FILE);
     let b = read_parquet(&path, &mentions::schema(), run_id)?;
     let me = column_no_nulls::<arrow_array::UInt32Array>(&b, mentions::ENTITY_ID, &path)?;
@@ -731,7 +752,12 @@ fn read_parquet_columns(
     }
     pairs.sort_unstable();
     pairs.dedup();
-    let entity_passages = Csr::from_pairs(num_entities, &pairs);
+    let entities = EntityColumns {
+        concept_ids,
+        names,
+        degrees,
+        passages: Csr::from_pairs(num_entities, &pairs),
+    };
 
     // Communities and membership.
     let path = p(communities::FILE);
@@ -806,7 +832,7 @@ fn read_parquet_columns(
         position: positions.clone(),
         text: Strings::from_utf8_array(text),
     };
-    Ok((documents, passages, entity_passages, communities))
+    Ok((documents, passages, entities, communities))
 }
 
 /// The inverse rows of [`Snapshot`] that only hidden passages need.

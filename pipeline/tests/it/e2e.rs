@@ -93,6 +93,10 @@ fn run_publishes_a_valid_snapshot_and_answers() {
         "document_embeddings.parquet",
         "document_embeddings.arrow",
         "text_embeddings.arrow",
+        "documents.arrow",
+        "passages.arrow",
+        "entities.arrow",
+        "communities.arrow",
         "text_index/meta.json",
     ] {
         assert!(
@@ -104,7 +108,7 @@ fn run_publishes_a_valid_snapshot_and_answers() {
     assert_eq!(manifest.embedder.model, "agrag-hash-v2");
     let snap = Snapshot::open_run(&run_dir).unwrap();
     assert_eq!(snap.num_documents(), 60);
-    assert_eq!(snap.entity_names.len(), summary.entities);
+    assert_eq!(snap.num_entities(), summary.entities);
 
     // Membership: every entity has exactly one community at level 0, at most one per level,
     // and exactly one leaf; every community is connected in the entity graph.

@@ -153,9 +153,44 @@ fn documented(file: &str, dim: usize) -> Vec<(&'static str, DataType)> {
             ("num_documents", DataType::UInt64),
             ("documents", DataType::Binary),
         ],
+        // The column files the engine maps (format 2 on), by file name: three share a stem
+        // with a Parquet table. Text is Binary holding UTF-8.
+        "documents.arrow" => vec![
+            ("document_key", DataType::Binary),
+            ("title", DataType::Binary),
+            ("year", Int32),
+            ("linked", Boolean),
+            ("first_passage", UInt32),
+        ],
+        "passages.arrow" => vec![
+            ("document", UInt32),
+            ("position", UInt32),
+            ("text", DataType::Binary),
+        ],
+        "entities.arrow" => vec![
+            ("concept_id", DataType::Binary),
+            ("name", DataType::Binary),
+            ("degree", Float64),
+            ("passages", list_of(UInt32)),
+        ],
+        "communities.arrow" => vec![
+            ("community_id", UInt32),
+            ("level", UInt32),
+            ("parent_row", UInt32),
+            ("members", list_of(UInt32)),
+            ("report_sources", list_of(UInt32)),
+        ],
         other => panic!("{other} is not documented in README.md's snapshot table"),
     }
 }
+
+/// The column files the engine maps, in every run of format 2 on.
+const MAPPED: &[&str] = &[
+    "documents.arrow",
+    "passages.arrow",
+    "entities.arrow",
+    "communities.arrow",
+];
 
 /// Opens every table file of the run in `dir` and checks it against the README,
 /// the manifest's row counts and the Parquet metadata contract. Returns the files checked.
@@ -176,7 +211,22 @@ fn check_run_files(dir: &Path) -> Vec<String> {
                 .unwrap()
                 .map(|b| b.unwrap().num_rows())
                 .sum();
-            check_parquet_metadata(&path, &manifest.run_id);
+            check_parquet_metadata(&path, &manifest.run_id, manifest.format_version);
+            if manifest.format_version >= 2 {
+                // What pyarrow shows as the table's metadata: the embedded Arrow schema's.
+                assert_eq!(
+                    schema.metadata().get("run_id"),
+                    Some(&manifest.run_id),
+                    "{}: run_id in the Arrow schema metadata",
+                    entry.name
+                );
+                assert_eq!(
+                    schema.metadata().get("format_version"),
+                    Some(&manifest.format_version.to_string()),
+                    "{}: format_version in the Arrow schema metadata",
+                    entry.name
+                );
+            }
             (stem, schema, height)
         } else if let Some(stem) = entry.name.strip_suffix(".arrow") {
             let reader =
@@ -190,7 +240,12 @@ fn check_run_files(dir: &Path) -> Vec<String> {
                 entry.name
             );
             let height: usize = reader.map(|b| b.unwrap().num_rows()).sum();
-            (stem, schema, height)
+            let key = MAPPED
+                .iter()
+                .find(|m| **m == entry.name)
+                .copied()
+                .unwrap_or(stem);
+            (key, schema, height)
         } else {
             assert!(entry.name.starts_with("text_index/"), "{}", entry.name);
             continue;
@@ -215,7 +270,7 @@ fn check_run_files(dir: &Path) -> Vec<String> {
 
 /// Key-value metadata, statistics on every column chunk, row groups of at most
 /// `ROW_GROUP_ROWS`, declared sort order.
-fn check_parquet_metadata(path: &Path, run_id: &str) {
+fn check_parquet_metadata(path: &Path, run_id: &str, format_version: u32) {
     let reader = SerializedFileReader::new(std::fs::File::open(path).unwrap()).unwrap();
     let meta = reader.metadata();
     let kv = meta.file_metadata().key_value_metadata().unwrap();
@@ -228,7 +283,7 @@ fn check_parquet_metadata(path: &Path, run_id: &str) {
     assert_eq!(get("run_id"), run_id, "{}", path.display());
     assert_eq!(
         get("format_version"),
-        FORMAT_VERSION.to_string(),
+        format_version.to_string(),
         "{}",
         path.display()
     );
@@ -258,8 +313,8 @@ fn check_parquet_metadata(path: &Path, run_id: &str) {
 /// postings were precomputed also hold `concept_postings.arrow`, and runs written since
 /// visibility reached concept evidence and report sources hold those two tables, and runs
 /// written since community ids survive across runs hold `community_lineage.parquet`, and
-/// runs written since title and passage vectors are reused hold `text_embeddings.arrow` (the
-/// golden run predates all five).
+/// runs written since title and passage vectors are reused hold `text_embeddings.arrow`, and
+/// runs of format 2 the four column files the engine maps (the golden run predates all nine).
 fn assert_all_tables(checked: &[String], with_postings: bool) {
     let mut names: Vec<&str> = checked.iter().map(String::as_str).collect();
     names.sort_unstable();
@@ -287,6 +342,10 @@ fn assert_all_tables(checked: &[String], with_postings: bool) {
             "concept_evidence.parquet",
             "report_sources.parquet",
             "text_embeddings.arrow",
+            "communities.arrow",
+            "documents.arrow",
+            "entities.arrow",
+            "passages.arrow",
         ]);
         want.sort_unstable();
     }
@@ -315,6 +374,10 @@ fn every_file_of_a_fresh_run_opens_as_documented() {
     let summary = run(&cfg).unwrap();
     let run_dir = Layout::new(&cfg.root).run_dir(&summary.run_id);
     assert_all_tables(&check_run_files(&run_dir), true);
+    assert_eq!(
+        Manifest::read(&run_dir).unwrap().format_version,
+        FORMAT_VERSION
+    );
 }
 
 #[test]

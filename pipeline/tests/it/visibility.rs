@@ -198,7 +198,7 @@ fn a_deleted_document_appears_nowhere_and_leaves_the_next_graph() {
     }
     // The next run leaves its passages out of the graph; a hidden passage stays among the
     // run's passages (unhiding it works at once) but leaves the graph and the reports.
-    let other_row = (0..snap.entity_names.len())
+    let other_row = (0..snap.num_entities())
         .flat_map(|e| snap.entity_passages().row(e).iter().copied())
         .find(|&p| snap.passage(p).document() != d)
         .unwrap();
@@ -215,7 +215,7 @@ fn a_deleted_document_appears_nowhere_and_leaves_the_next_graph() {
         .iter()
         .map(|id| snap.passage_index(id).unwrap())
         .collect();
-    for e in 0..snap.entity_names.len() {
+    for e in 0..snap.num_entities() {
         assert!(
             snap.entity_passages()
                 .row(e)
@@ -225,7 +225,7 @@ fn a_deleted_document_appears_nowhere_and_leaves_the_next_graph() {
     }
     let hidden = snap.passage_index(&other).unwrap();
     assert!(!snap.passage(hidden).text().is_empty());
-    assert!((0..snap.entity_names.len()).all(|e| !snap.entity_passages().row(e).contains(&hidden)));
+    assert!((0..snap.num_entities()).all(|e| !snap.entity_passages().row(e).contains(&hidden)));
     assert!(snap.passage_quoted_by().row(hidden as usize).is_empty());
     assert!(
         (0..snap.num_communities()).any(|c| !snap.report_sources().row(c).is_empty()),
@@ -394,7 +394,9 @@ fn a_one_document_scope_names_only_members_its_passages_mention() {
     for t in &a.themes {
         assert!(t.passages.iter().all(|p| p.document_key == doc));
         for name in &t.entities {
-            let e = snap.entity_names.iter().position(|n| n == name).unwrap();
+            let e = (0..snap.num_entities() as u32)
+                .find(|&e| snap.entity(e).name() == name)
+                .unwrap() as usize;
             assert!(
                 snap.entity_passages()
                     .row(e)

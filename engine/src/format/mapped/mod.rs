@@ -1,6 +1,7 @@
 //! The column files the engine maps in place (snapshot format 2): the per-corpus columns a
-//! query reads — document keys and titles, passage text, which passages mention an entity,
-//! which entities and quoted passages a community has — as uncompressed Arrow IPC files.
+//! query reads — document keys and titles, passage text, entity names and the passages that
+//! mention each entity, the members and quoted passages of each community — as uncompressed
+//! Arrow IPC files.
 //!
 //! Parquet stays the contract for data engineers; these files are the engine's accelerators.
 //! Each module here owns one file: its name, schema, writer and reader.
@@ -9,7 +10,7 @@
 //! |---|---|---|
 //! | [`documents`] | one per document, in `documents.parquet` order | key, title, year, linked, first passage row |
 //! | [`passages`] | one per passage, in `passages.parquet` order | document row, position, text |
-//! | [`entity_passages`] | one per entity, by `entity_id` | passage rows mentioning it |
+//! | [`entities`] | one per entity, by `entity_id` | concept id, name, degree, passage rows mentioning it |
 //! | [`communities`] | one per community, in `communities.parquet` order | public id, level, parent row, member entities, quoted passage rows |
 //!
 //! **Layout.** Each file holds record batches of exactly [`BATCH_ROWS`] rows (the last may be
@@ -34,7 +35,7 @@
 
 pub mod communities;
 pub mod documents;
-pub mod entity_passages;
+pub mod entities;
 pub mod passages;
 
 use std::path::{Path, PathBuf};
