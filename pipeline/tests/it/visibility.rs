@@ -444,11 +444,11 @@ fn a_hidden_passage_no_longer_finds_its_document_by_its_own_concepts_or_words() 
             let Some(&stays) = after.first() else {
                 continue;
             };
-            let mut elsewhere = words(&snap.document(d).title());
+            let mut elsewhere = words(snap.document(d).title());
             for &q in rows.iter().filter(|&&q| q != p) {
-                elsewhere.extend(words(&snap.passage(q).text()));
+                elsewhere.extend(words(snap.passage(q).text()));
             }
-            if let Some(w) = words(&snap.passage(p).text())
+            if let Some(w) = words(snap.passage(p).text())
                 .into_iter()
                 .filter(|w| !elsewhere.contains(w))
                 .min()
