@@ -119,11 +119,7 @@ fn documented(table: &str, dim: usize) -> Vec<(&'static str, DataType)> {
             ("linked", Boolean),
             ("first_passage", UInt32),
         ],
-        "passages.arrow" => vec![
-            ("document", UInt32),
-            ("position", UInt32),
-            ("text", Binary),
-        ],
+        "passages.arrow" => vec![("document", UInt32), ("position", UInt32), ("text", Binary)],
         "entities.arrow" => vec![
             ("concept_id", Binary),
             ("name", Binary),

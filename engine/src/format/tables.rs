@@ -1538,15 +1538,11 @@ mod tests {
         out
     }
 
-    /// The mapped column files of a format-2 run read the same rows as its Parquet tables
-    /// (the format-1 path), and every passage id and document key is found by the lookups
-    /// that hold no index (keys with `#` and `!` among them); ids off the rule are not.
-    #[test]
-    fn mapped_columns_read_as_the_parquet_tables() {
-        let dir = tempfile::tempdir().unwrap();
+    /// [`tricky_run`] written as run [`RUN_ID`] under `root`.
+    fn write_tricky_run(root: &std::path::Path) -> (RunData, Layout) {
         let embedder = HashEmbedder::new(8);
         let data = tricky_run(&embedder);
-        let layout = Layout::new(dir.path());
+        let layout = Layout::new(root);
         write_run(
             &layout,
             RUN_ID,
@@ -1557,6 +1553,16 @@ mod tests {
             serde_json::json!({}),
         )
         .unwrap();
+        (data, layout)
+    }
+
+    /// The mapped column files of a format-2 run read the same rows as its Parquet tables
+    /// (the format-1 path), and every passage id and document key is found by the lookups
+    /// that hold no index (keys with `#` and `!` among them); ids off the rule are not.
+    #[test]
+    fn mapped_columns_read_as_the_parquet_tables() {
+        let dir = tempfile::tempdir().unwrap();
+        let (data, layout) = write_tricky_run(dir.path());
         let run = layout.run_dir(RUN_ID);
         let snap = crate::snapshot::Snapshot::open_run(&run).unwrap();
         assert!(
@@ -1627,19 +1633,7 @@ mod tests {
     #[test]
     fn the_tables_of_a_run_are_those_the_owned_row_writer_wrote() {
         let dir = tempfile::tempdir().unwrap();
-        let embedder = HashEmbedder::new(8);
-        let data = tricky_run(&embedder);
-        let layout = Layout::new(dir.path());
-        write_run(
-            &layout,
-            RUN_ID,
-            &data,
-            embedder.identity(),
-            serde_json::json!({}),
-            "test".into(),
-            serde_json::json!({}),
-        )
-        .unwrap();
+        let (_, layout) = write_tricky_run(dir.path());
         let found = table_digests(&layout.run_dir(RUN_ID));
         let text: Vec<String> = found
             .iter()
