@@ -853,9 +853,8 @@ pub fn write_run_columns_into<'a>(
         }),
     )?;
 
-    mentions.sort_unstable();
-    super::mapped::entities::write(&mut w, &es, &mentions)?;
     mentions.sort_unstable_by_key(|m| (m.0, pk(m.1), m.2));
+    super::mapped::entities::write(&mut w, &es, &mentions)?;
     let schema = mentions::schema();
     w.write_parquet_batches(
         mentions::FILE,

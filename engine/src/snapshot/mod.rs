@@ -122,18 +122,9 @@ impl<'a> DocumentView<'a> {
 
     /// The rows of its passages, in position order.
     pub fn passages(&self) -> Range<u32> {
-        let d = self.row as usize;
-        let np = self.snap.num_passages() as u32;
-        if d >= self.snap.num_documents() {
-            return 0..0;
-        }
-        let first = self.snap.documents.first_passage.value(d).min(np);
-        let end = if d + 1 == self.snap.num_documents() {
-            np
-        } else {
-            self.snap.documents.first_passage.value(d + 1).min(np)
-        };
-        first..end.max(first)
+        self.snap
+            .documents
+            .passages(self.row as usize, self.snap.num_passages())
     }
 }
 
@@ -253,8 +244,7 @@ impl<'a> CommunityView<'a> {
 /// The passage row named by `id` under the passage-id rule `<key>#<position>`: the document
 /// by binary search over the sorted keys, the position by binary search over its passages.
 fn find_passage(
-    keys: &Strings,
-    first_passage: &Primitives<UInt32Type>,
+    documents: &DocumentColumns,
     positions: &Primitives<UInt32Type>,
     num_passages: usize,
     id: &str,
@@ -265,24 +255,12 @@ fn find_passage(
     if position.to_string() != pos {
         return None;
     }
-    let d = keys.find_sorted(key)? as usize;
-    let np = num_passages as u32;
-    let first = first_passage.value(d).min(np);
-    let end = if d + 1 == keys.len() {
-        np
-    } else {
-        first_passage.value(d + 1).min(np)
-    };
-    let (mut lo, mut hi) = (first, end.max(first));
-    while lo < hi {
-        let mid = lo + (hi - lo) / 2;
-        match positions.value(mid as usize).cmp(&position) {
-            std::cmp::Ordering::Less => lo = mid + 1,
-            std::cmp::Ordering::Greater => hi = mid,
-            std::cmp::Ordering::Equal => return Some(mid),
-        }
-    }
-    None
+    let d = documents.keys.find_sorted(key)? as usize;
+    let rows = documents.passages(d, num_passages);
+    mapped::binary_search(rows.start as usize..rows.end as usize, |p| {
+        positions.value(p).cmp(&position)
+    })
+    .and_then(|p| u32::try_from(p).ok())
 }
 
 /// Rows of the manifest's entry `name` (a table the run must list).
@@ -445,16 +423,8 @@ impl Snapshot {
     /// is `community_id`, if the run has it (binary search over the ascending ids).
     pub fn community_row(&self, community_id: u32) -> Option<u32> {
         let ids = &self.communities.ids;
-        let (mut lo, mut hi) = (0usize, ids.len());
-        while lo < hi {
-            let mid = lo + (hi - lo) / 2;
-            match ids.value(mid).cmp(&community_id) {
-                std::cmp::Ordering::Less => lo = mid + 1,
-                std::cmp::Ordering::Greater => hi = mid,
-                std::cmp::Ordering::Equal => return u32::try_from(mid).ok(),
-            }
-        }
-        None
+        mapped::binary_search(0..ids.len(), |c| ids.value(c).cmp(&community_id))
+            .and_then(|c| u32::try_from(c).ok())
     }
 
     /// Number of communities (themes).
@@ -544,8 +514,7 @@ impl Snapshot {
     /// Row of passage `id` (by the passage-id rule; no index is held).
     pub fn passage_index(&self, id: &str) -> Option<u32> {
         find_passage(
-            &self.documents.keys,
-            &self.documents.first_passage,
+            &self.documents,
             &self.passages.position,
             self.num_passages(),
             id,
@@ -703,9 +672,19 @@ pub(crate) fn read_parquet_columns(
     for f in first_passage.iter_mut().skip(next_doc) {
         *f = np as u32;
     }
-    let first_passage = Primitives::from_vec(first_passage);
-    let positions = Primitives::from_array(pos.clone());
-    let passage = |id: &str| find_passage(&keys, &first_passage, &positions, np, id);
+    let documents = DocumentColumns {
+        keys,
+        titles,
+        years,
+        linked,
+        first_passage: Primitives::from_vec(first_passage),
+    };
+    let passages = PassageColumns {
+        document: Primitives::from_vec(passage_document),
+        position: Primitives::from_array(pos.clone()),
+        text: Strings::from_utf8_array(text),
+    };
+    let passage = |id: &str| find_passage(&documents, &passages.position, np, id);
 
     // Entities, and from the mentions the passages of each.
     let path = p(entities::FILE);
@@ -814,23 +793,11 @@ pub(crate) fn read_parquet_columns(
         Csr::from_pairs(num_communities, &[])
     };
     let communities = CommunityColumns {
-        ids: Primitives::from_array(community_ids.clone()),
+        ids: Primitives::from_array(community_ids),
         levels: Primitives::from_array(levels),
         parents: Primitives::from_array(UInt32Array::from(parents)),
         members,
         report_sources,
-    };
-    let documents = DocumentColumns {
-        keys: keys.clone(),
-        titles,
-        years,
-        linked,
-        first_passage: first_passage.clone(),
-    };
-    let passages = PassageColumns {
-        document: Primitives::from_vec(passage_document),
-        position: positions.clone(),
-        text: Strings::from_utf8_array(text),
     };
     Ok((documents, passages, entities, communities))
 }

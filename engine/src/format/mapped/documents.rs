@@ -53,6 +53,24 @@ pub struct DocumentColumns {
     pub first_passage: Primitives<UInt32Type>,
 }
 
+impl DocumentColumns {
+    /// The passage rows of document `d` in a run of `num_passages` passages (empty when `d`
+    /// is out of range; clamped to the passages when `first_passage` is damaged).
+    pub fn passages(&self, d: usize, num_passages: usize) -> std::ops::Range<u32> {
+        if d >= self.keys.len() {
+            return 0..0;
+        }
+        let np = u32::try_from(num_passages).unwrap_or(u32::MAX);
+        let first = self.first_passage.value(d).min(np);
+        let end = if d + 1 == self.keys.len() {
+            np
+        } else {
+            self.first_passage.value(d + 1).min(np)
+        };
+        first..end.max(first)
+    }
+}
+
 /// Writes the file for the documents of `l`.
 ///
 /// # Errors

@@ -49,8 +49,9 @@ pub struct EntityColumns {
     pub passages: Csr,
 }
 
-/// Writes the file for `entities` from `mentions`, `(entity, passage row, …)` sorted by entity
-/// then passage row.
+/// Writes the file for `entities` from `mentions`, `(entity, passage row, …)` grouped by
+/// entity in ascending order (passages in any order: each entity's are sorted here, so the
+/// caller's one sort, by passage id for `mentions.parquet`, serves both files).
 ///
 /// # Errors
 /// [`crate::EngineError::Io`] / [`crate::EngineError::Parquet`] on write failures.
@@ -66,11 +67,11 @@ pub(crate) fn write(
         for e in range.clone() {
             let mut row = Vec::new();
             while let Some(m) = mentions.get(next).filter(|m| m.0 as usize == e) {
-                if row.last() != Some(&m.1) {
-                    row.push(m.1);
-                }
+                row.push(m.1);
                 next += 1;
             }
+            row.sort_unstable();
+            row.dedup();
             rows.push(row);
         }
         let es = &entities[range];

@@ -220,6 +220,24 @@ impl Table {
     }
 }
 
+/// The index in `range` at which `probe` answers `Equal`, by binary search: `probe(i)` orders
+/// the value at `i` against the one sought, and the values ascend over `range`.
+pub(crate) fn binary_search(
+    range: std::ops::Range<usize>,
+    probe: impl Fn(usize) -> std::cmp::Ordering,
+) -> Option<usize> {
+    let (mut lo, mut hi) = (range.start, range.end);
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        match probe(mid) {
+            std::cmp::Ordering::Less => lo = mid + 1,
+            std::cmp::Ordering::Greater => hi = mid,
+            std::cmp::Ordering::Equal => return Some(mid),
+        }
+    }
+    None
+}
+
 /// A column split in chunks of [`BATCH_ROWS`] rows (a single chunk when read from Parquet).
 #[derive(Debug, Clone)]
 struct Chunked<A> {
@@ -292,21 +310,15 @@ impl Strings {
     /// The row holding `key` in a column sorted ascending by bytes (binary search, `log2(len)`
     /// reads of the map); `None` when absent.
     pub fn find_sorted(&self, key: &str) -> Option<u32> {
-        let (mut lo, mut hi) = (0usize, self.len());
-        while lo < hi {
-            let mid = lo + (hi - lo) / 2;
+        binary_search(0..self.len(), |i| {
             let v = self
                 .0
-                .locate(mid)
+                .locate(i)
                 .map(|(c, j)| c.value(j))
                 .unwrap_or_default();
-            match v.cmp(key.as_bytes()) {
-                std::cmp::Ordering::Less => lo = mid + 1,
-                std::cmp::Ordering::Greater => hi = mid,
-                std::cmp::Ordering::Equal => return u32::try_from(mid).ok(),
-            }
-        }
-        None
+            v.cmp(key.as_bytes())
+        })
+        .and_then(|i| u32::try_from(i).ok())
     }
 }
 
