@@ -92,6 +92,8 @@ MAPPED = {
     "communities.arrow": [("community_id", U32, "UINTEGER"), ("level", U32, "UINTEGER"),
                           ("parent_row", U32, "UINTEGER"), ("members", LIST_U32, "UINTEGER[]"),
                           ("report_sources", LIST_U32, "UINTEGER[]")],
+    "concepts.arrow": [("concept_id", BIN, "BLOB"), ("preferred_term", BIN, "BLOB")],
+    "terms.arrow": [("term", BIN, "BLOB"), ("concepts", LIST_U32, "UINTEGER[]")],
 }
 
 ACCELERATORS = ("concept_postings", "report_ivf_centroids", "report_ivf_lists", "text_embeddings")

@@ -44,14 +44,21 @@ pub struct EngineConfig {
     pub model_path: Option<PathBuf>,
 }
 
-/// A run that [`Engine::reload`] refused: its id and why (the error's message, which names
-/// the file at fault).
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A run that [`Engine::reload`] refused: its id and the error that refused it, which names
+/// the file at fault and keeps its causes.
+#[derive(Debug, Clone)]
 pub struct RefusedRun {
     /// The run id `LATEST` named.
     pub run_id: String,
     /// Why it was refused.
-    pub reason: String,
+    pub error: EngineError,
+}
+
+impl RefusedRun {
+    /// The error's message followed by its causes, for a log line or an answer's text.
+    pub fn reason(&self) -> String {
+        self.error.with_causes()
+    }
 }
 
 /// The query engine over one snapshot root.
@@ -62,7 +69,7 @@ pub struct RefusedRun {
 pub struct Engine {
     layout: Layout,
     snapshot: ArcSwapOption<Snapshot>,
-    not_ready_reason: Mutex<Option<String>>,
+    not_ready: Mutex<Option<EngineError>>,
     refused: Mutex<Option<RefusedRun>>,
     config: EngineConfig,
     query_embedder: QueryEmbedder,
@@ -80,7 +87,7 @@ impl Engine {
         let engine = Self {
             layout: Layout::new(root),
             snapshot: ArcSwapOption::empty(),
-            not_ready_reason: Mutex::new(None),
+            not_ready: Mutex::new(None),
             refused: Mutex::new(None),
             query_embedder: QueryEmbedder::new(config.embedder.clone(), config.model_path.clone()),
             config,
@@ -135,9 +142,9 @@ impl Engine {
             // or dimension (see `QueryEmbedder::for_run`).
             Ok(true)
         })();
-        if let Ok(mut r) = self.not_ready_reason.lock() {
+        if let Ok(mut r) = self.not_ready.lock() {
             *r = match &result {
-                Err(e) if self.snapshot.load().is_none() => Some(e.with_causes()),
+                Err(e) if self.snapshot.load().is_none() => Some(e.clone()),
                 _ => None,
             };
         }
@@ -146,7 +153,7 @@ impl Engine {
                 (Err(e), Some(run_id)) => {
                     *r = Some(RefusedRun {
                         run_id,
-                        reason: e.with_causes(),
+                        error: e.clone(),
                     });
                 }
                 (Ok(_), _) => *r = None,
@@ -250,9 +257,15 @@ impl Engine {
         }
     }
 
-    /// Why no run is served, when none is.
+    /// Why no run is served, when none is: the error of the last attempt to open one.
+    pub fn not_ready_error(&self) -> Option<EngineError> {
+        self.not_ready.lock().ok().and_then(|r| r.clone())
+    }
+
+    /// [`not_ready_error`](Engine::not_ready_error) as text, causes included, for an
+    /// answer's `not_ready_reason`.
     pub fn not_ready_reason(&self) -> Option<String> {
-        self.not_ready_reason.lock().ok().and_then(|r| r.clone())
+        self.not_ready_error().map(|e| e.with_causes())
     }
 
     /// The current snapshot and the visibility that applies to it now. The visibility store

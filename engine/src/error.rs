@@ -1,12 +1,21 @@
 //! The engine's error type.
 
 use std::path::PathBuf;
+use std::sync::Arc;
+
+/// A library's error kept as the cause of an [`EngineError`] (a Parquet decoder's, tantivy's,
+/// a tokenizer's): shared, so that an error can be cloned into a refused run's record and
+/// still hand on its cause as [`source`](std::error::Error::source).
+pub type Cause = Arc<dyn std::error::Error + Send + Sync>;
 
 /// Everything that can go wrong while writing, opening or querying a snapshot.
 ///
 /// Variants carry the offending value and where it was found (`path`, `run_id`, `column`,
 /// `field`), so a message is enough to find and fix the cause.
-#[derive(Debug, thiserror::Error)]
+///
+/// Cloning is cheap (causes are shared), so an engine can keep the error that refused a run
+/// ([`RefusedRun`](crate::RefusedRun)) and still return it to the caller, causes included.
+#[derive(Debug, Clone, thiserror::Error)]
 #[non_exhaustive]
 pub enum EngineError {
     /// A file or folder could not be read or written.
@@ -15,7 +24,7 @@ pub enum EngineError {
         /// The file or folder.
         path: PathBuf,
         /// The underlying error.
-        source: std::io::Error,
+        source: Arc<std::io::Error>,
     },
     /// A snapshot file exists but its content is not what the manifest or the format promises
     /// (truncated, bit-flipped, wrong checksum, missing column, wrong type).
@@ -25,6 +34,9 @@ pub enum EngineError {
         path: PathBuf,
         /// What does not match.
         reason: String,
+        /// The decoder's or parser's error that found it, when one did.
+        #[source]
+        source: Option<Cause>,
     },
     /// The run was written by a format version this engine does not know.
     #[error("unsupported snapshot format_version {found} (this engine reads {supported:?})")]
@@ -111,14 +123,19 @@ pub enum EngineError {
         model: String,
         /// What went wrong.
         reason: String,
+        /// The tokenizer's or runtime's error, when one caused it.
+        #[source]
+        source: Option<Cause>,
     },
-    /// A Parquet or Arrow operation failed on a file.
-    #[error("{path}: {reason}")]
+    /// A Parquet, Arrow or full-text index operation failed on a file.
+    #[error("{path}: {what} failed")]
     Parquet {
         /// The file.
         path: PathBuf,
-        /// The reader's or writer's message.
-        reason: String,
+        /// What was being done (`Parquet write`, `Arrow IPC write`, `text index build`).
+        what: &'static str,
+        /// The library's error.
+        source: Cause,
     },
     /// The visibility store failed.
     #[error("visibility store {path}")]
@@ -126,7 +143,7 @@ pub enum EngineError {
         /// The SQLite file.
         path: PathBuf,
         /// SQLite's error.
-        source: rusqlite::Error,
+        source: Arc<rusqlite::Error>,
     },
     /// A run asked for by id is not under the root's `runs/` folder.
     #[error("no run {run_id} at {path} (runs under this root: {known})")]
@@ -144,7 +161,7 @@ pub enum EngineError {
         /// The file.
         path: PathBuf,
         /// The underlying error.
-        source: std::io::Error,
+        source: Arc<std::io::Error>,
     },
     /// A broken internal invariant: a bug in agrag, never bad input.
     #[error("internal error (a bug in agrag, please report it): {0}")]
@@ -159,7 +176,37 @@ impl EngineError {
     pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
         Self::Io {
             path: path.into(),
-            source,
+            source: Arc::new(source),
+        }
+    }
+
+    /// A [`EngineError::Parquet`] for `path`: `what` failed with the library error `source`.
+    pub fn parquet(
+        path: impl Into<PathBuf>,
+        what: &'static str,
+        source: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
+        Self::Parquet {
+            path: path.into(),
+            what,
+            source: Arc::new(source),
+        }
+    }
+
+    /// A [`EngineError::Visibility`] for the store at `path`.
+    pub fn visibility(path: impl Into<PathBuf>, source: rusqlite::Error) -> Self {
+        Self::Visibility {
+            path: path.into(),
+            source: Arc::new(source),
+        }
+    }
+
+    /// A [`EngineError::Embedder`] for `model` without an underlying error.
+    pub fn embedder(model: impl Into<String>, reason: impl Into<String>) -> Self {
+        Self::Embedder {
+            model: model.into(),
+            reason: reason.into(),
+            source: None,
         }
     }
 
@@ -183,6 +230,21 @@ impl EngineError {
         Self::Corrupt {
             path: path.into(),
             reason: reason.into(),
+            source: None,
+        }
+    }
+
+    /// A [`EngineError::Corrupt`] for `path` found by a decoder or parser: `reason` says what
+    /// was being read, `source` is the library's error.
+    pub fn corrupt_because(
+        path: impl Into<PathBuf>,
+        reason: impl Into<String>,
+        source: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
+        Self::Corrupt {
+            path: path.into(),
+            reason: reason.into(),
+            source: Some(Arc::new(source)),
         }
     }
 }

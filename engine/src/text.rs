@@ -88,10 +88,7 @@ fn register_tokenizer(index: &Index) -> Result<()> {
 }
 
 fn terr(path: &Path) -> impl Fn(tantivy::TantivyError) -> EngineError + '_ {
-    move |e| EngineError::Parquet {
-        path: path.to_owned(),
-        reason: format!("text index: {e}"),
-    }
+    move |e| EngineError::parquet(path, "text index build", e)
 }
 
 /// Builds the index in `dir` (created) over `(title, passages)` per document, in document order.
@@ -253,15 +250,13 @@ fn text_index_open_error(dir: &Path, e: tantivy::TantivyError) -> EngineError {
         )
     {
         let path = file.map_or_else(|| dir.to_owned(), |f| dir.join(f));
-        // The error is ours alone, so the Arc is unique and the io::Error itself becomes the
-        // source; were it shared, a copy of its kind and message stands in.
-        let io = Arc::clone(io);
-        drop(e);
-        let source = Arc::try_unwrap(io)
-            .unwrap_or_else(|shared| std::io::Error::new(shared.kind(), shared.to_string()));
-        return EngineError::io(path, source);
+        // tantivy shares its io::Error through an Arc, as we do: the same error is the source.
+        return EngineError::Io {
+            path,
+            source: Arc::clone(io),
+        };
     }
-    EngineError::corrupt(dir, format!("text index: {e}"))
+    EngineError::corrupt_because(dir, "text index", e)
 }
 
 /// An opened, read-only text index.

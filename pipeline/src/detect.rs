@@ -268,11 +268,8 @@ pub fn write_membership(path: &Path, run_id: &str, hierarchy: &Hierarchy) -> Res
         path: path.to_path_buf(),
         source,
     })?;
-    let perr = |e: &dyn fmt::Display| {
-        PipelineError::Engine(EngineError::Parquet {
-            path: path.to_path_buf(),
-            reason: e.to_string(),
-        })
+    let perr = |e: parquet::errors::ParquetError| {
+        PipelineError::Engine(EngineError::parquet(path, "Parquet write", e))
     };
     let sorting = [1, 2]
         .iter()
@@ -293,8 +290,8 @@ pub fn write_membership(path: &Path, run_id: &str, hierarchy: &Hierarchy) -> Res
         ]))
         .build();
     let schema = membership::schema();
-    let mut writer = ArrowWriter::try_new(BufWriter::new(file), schema.clone(), Some(props))
-        .map_err(|e| perr(&e))?;
+    let mut writer =
+        ArrowWriter::try_new(BufWriter::new(file), schema.clone(), Some(props)).map_err(perr)?;
     for chunk in rows.chunks(ROWS_PER_GROUP) {
         let columns: Vec<ArrayRef> = vec![
             Arc::new(StringArray::from_iter_values(std::iter::repeat_n(
@@ -311,10 +308,11 @@ pub fn write_membership(path: &Path, run_id: &str, hierarchy: &Hierarchy) -> Res
                 chunk.iter().map(|r| Some(r.is_leaf)),
             )),
         ];
-        let batch = RecordBatch::try_new(schema.clone(), columns).map_err(|e| perr(&e))?;
-        writer.write(&batch).map_err(|e| perr(&e))?;
+        let batch = RecordBatch::try_new(schema.clone(), columns)
+            .map_err(|e| PipelineError::Engine(EngineError::parquet(path, "Arrow batch", e)))?;
+        writer.write(&batch).map_err(perr)?;
     }
-    writer.close().map_err(|e| perr(&e))?;
+    writer.close().map_err(perr)?;
     Ok(rows.len())
 }
 

@@ -660,7 +660,7 @@ fn open_store(
                         "run {} under {} cannot be served: {}",
                         refused.run_id,
                         engine.root().display(),
-                        refused.reason
+                        refused.reason()
                     )),
                     None => py_error(&e),
                 });

@@ -34,6 +34,10 @@ struct Cli {
     /// print the milliseconds and resident bytes.
     #[arg(long, hide = true, num_args = 2, value_names = ["ROOT", "VERIFY"])]
     open: Option<Vec<String>>,
+    /// Write the runs under DIR (as `DIR/n<documents>`) and leave them there, to query them
+    /// with `agrag-engine --root DIR/n<documents>` afterwards.
+    #[arg(long, value_name = "DIR")]
+    keep: Option<std::path::PathBuf>,
 }
 
 const MIB: f64 = (1u64 << 20) as f64;
@@ -84,7 +88,8 @@ fn main() {
         return;
     }
     let sizes: Vec<usize> = cli.documents.iter().map(|&n| n as usize).collect();
-    let dir = tempfile::tempdir().expect("temp dir");
+    let temp = tempfile::tempdir().expect("temp dir");
+    let dir = cli.keep.clone().unwrap_or_else(|| temp.path().to_owned());
     println!(
         "| documents | rows (all tables) | run MiB | verify | open ms | ms per million rows | RSS after open MiB | RSS growth MiB |"
     );
@@ -92,7 +97,7 @@ fn main() {
     // (documents, open ms, RSS after open MiB) of the runs the targets judge.
     let mut targets: Vec<(usize, f64, f64)> = Vec::new();
     for n in sizes {
-        let root = dir.path().join(format!("n{n}"));
+        let root = dir.join(format!("n{n}"));
         let embedder = HashEmbedder::default();
         let data = synthetic_run(n, embedder.identity().dim, &mut XorShift::new(n as u64));
         let run_id = new_run_id();

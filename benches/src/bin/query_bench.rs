@@ -19,7 +19,7 @@ use agrag_engine::embed::{Embedder, HashEmbedder, dot, l2_normalize};
 use agrag_engine::format::tables::{
     CommunityRow, ConceptRow, DocumentRow, EntityRow, MembershipRow, PassageRow, ReportRow,
 };
-use agrag_engine::format::{Layout, RunData, new_run_id, write_run};
+use agrag_engine::format::{Layout, RunData, Verify, new_run_id, write_run};
 use agrag_engine::ivf::{CandidateSearch, Probe};
 use agrag_engine::query::theme::top_k;
 use agrag_engine::visibility::{Target, Visibility, VisibilityStore};
@@ -707,6 +707,13 @@ struct Cli {
     /// Write the runs under DIR and leave them there (to profile an open).
     #[arg(long, value_name = "DIR")]
     keep: Option<PathBuf>,
+    /// Only the hot-swap table: two runs of N communities, 4 threads querying while the served
+    /// run is swapped back and forth (see `hot_swap`).
+    #[arg(long, value_name = "N", conflicts_with_all = ["themes_only", "concepts_only"])]
+    hot_swap: Option<usize>,
+    /// Swaps of the hot-swap table.
+    #[arg(long, default_value_t = 20, value_name = "K")]
+    swaps: usize,
 }
 
 fn main() {
@@ -720,6 +727,20 @@ fn main() {
         }
         None => tempfile_dir(),
     };
+    if let Some(n) = cli.hot_swap {
+        let recipe = agrag_pipeline::report::CommunityVectors::default();
+        let shipped = recipe.max_vectors() + if recipe.assigned { 5 } else { 0 };
+        hot_swap(
+            &dir,
+            n,
+            cli.vectors_per_community.unwrap_or(shipped),
+            cli.swaps,
+        );
+        if keep.is_none() {
+            let _ = std::fs::remove_dir_all(&dir);
+        }
+        return;
+    }
     if !cli.concepts_only {
         let sizes: &[usize] = if !cli.sizes.is_empty() {
             &cli.sizes
@@ -763,4 +784,204 @@ fn tempfile_dir() -> PathBuf {
     let d = std::env::temp_dir().join(format!("agrag-query-bench-{}", std::process::id()));
     std::fs::create_dir_all(&d).expect("temp dir");
     d
+}
+
+/// Target: no query stalls longer than this while the served run is swapped (milliseconds).
+const TARGET_SWAP_STALL_MS: f64 = 5.0;
+/// Query threads of the hot-swap table.
+const SWAP_THREADS: usize = 4;
+
+/// Lines of `/proc/self/maps` naming a file under `dir`: the run's files this process still
+/// has mapped (0 when the run's memory is released). `None` off Linux.
+fn mapped_files_under(dir: &Path) -> Option<usize> {
+    let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
+    let dir = dir.to_str()?;
+    Some(maps.lines().filter(|l| l.contains(dir)).count())
+}
+
+/// `reload()` under load: two runs of `n` communities (`per_community` vectors each) under one
+/// root; [`SWAP_THREADS`] threads run `search_themes` (vector given, IVF, limit 5) in a loop,
+/// first for a baseline period without swaps, then while the main thread moves `LATEST` to the
+/// other run and calls `reload()` `swaps` times (sizes verified, then checksums), 300 ms apart.
+/// Prints each query's wall latency (and thread CPU time) for the baseline and for the queries
+/// that overlap a reload or start within 100 ms after it (the first queries on the new run), the
+/// reload's own duration, and whether the old run's files are unmapped once the last query
+/// holding it ends.
+fn hot_swap(root: &Path, n: usize, per_community: usize, swaps: usize) {
+    use std::sync::Mutex;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::time::Duration;
+
+    let embedder = HashEmbedder::default();
+    let mut rng = XorShift::new(7 + n as u64);
+    let space = Vectors::new(Space::Clustered, n, &mut rng);
+    let dir = root.join(format!("swap-{n}"));
+    let layout = Layout::new(&dir);
+    let mut runs = Vec::new();
+    for _ in 0..2 {
+        let data = theme_run(n, &mut rng, &embedder, &space, per_community);
+        publish(&dir, &data, &embedder);
+        runs.push(layout.read_latest().expect("LATEST").expect("a run"));
+    }
+    let vectors: Vec<Vec<f32>> = (0..512).map(|_| space.draw(&mut rng)).collect();
+    println!(
+        "\n## Hot swap: reload() while {SWAP_THREADS} threads query ({n} communities, {per_community} vectors each; search_themes, vector given, IVF, limit 5, support_limit 3)\n"
+    );
+    println!(
+        "| verify | queries | phase | wall p50 ms | wall p99 ms | wall p99.9 ms | wall max ms | CPU max ms | over {TARGET_SWAP_STALL_MS} ms | reload ms (median / max) |"
+    );
+    println!("|---|---:|---|---:|---:|---:|---:|---:|---:|---|");
+    let mut verdicts = Vec::new();
+    for verify in [Verify::Sizes, Verify::Checksums] {
+        let engine = Engine::open(
+            &dir,
+            EngineConfig {
+                verify,
+                ..EngineConfig::default()
+            },
+        )
+        .expect("open");
+        let epoch = Instant::now();
+        let stop = AtomicBool::new(false);
+        // (start µs since epoch, wall ms, CPU ms) of every query.
+        let records: Mutex<Vec<(u64, f64, f64)>> = Mutex::new(Vec::new());
+        let mut reloads: Vec<(u64, u64)> = Vec::new();
+        let baseline_end = std::thread::scope(|s| {
+            for t in 0..SWAP_THREADS {
+                let (engine, stop, records, vectors) = (&engine, &stop, &records, &vectors);
+                s.spawn(move || {
+                    let mut mine = Vec::new();
+                    let mut i = t;
+                    while !stop.load(Ordering::Relaxed) {
+                        let req = ThemeRequest {
+                            query: QueryInput::Vector {
+                                model: HASH_MODEL.into(),
+                                vector: vectors[i % vectors.len()].clone(),
+                            },
+                            scope: Scope::All,
+                            limit: 5,
+                            support_limit: 3,
+                            timeout: None,
+                        };
+                        let c = cpu_time::ThreadTime::now();
+                        let start = Instant::now();
+                        let a = engine.search_themes(&req).expect("search");
+                        let wall = start.elapsed().as_secs_f64() * 1e3;
+                        assert!(!a.themes.is_empty());
+                        mine.push((
+                            start.duration_since(epoch).as_micros() as u64,
+                            wall,
+                            c.elapsed().as_secs_f64() * 1e3,
+                        ));
+                        i += SWAP_THREADS;
+                    }
+                    records.lock().expect("records").extend(mine);
+                });
+            }
+            std::thread::sleep(Duration::from_secs(3));
+            let baseline_end = epoch.elapsed().as_micros() as u64;
+            for k in 0..swaps {
+                layout.write_latest(&runs[k % 2]).expect("LATEST");
+                let t0 = epoch.elapsed().as_micros() as u64;
+                engine.reload().expect("reload");
+                reloads.push((t0, epoch.elapsed().as_micros() as u64));
+                std::thread::sleep(Duration::from_millis(300));
+            }
+            stop.store(true, Ordering::Relaxed);
+            baseline_end
+        });
+        let records = records.into_inner().expect("records");
+        let near_swap = |start: u64, wall: f64| {
+            let end = start + (wall * 1e3) as u64;
+            reloads
+                .iter()
+                .any(|&(a, b)| start <= b + 100_000 && end >= a)
+        };
+        let mut reload_ms: Vec<f64> = reloads.iter().map(|&(a, b)| (b - a) as f64 / 1e3).collect();
+        reload_ms.sort_by(f64::total_cmp);
+        let verify_name = match verify {
+            Verify::Sizes => "sizes",
+            _ => "checksums",
+        };
+        for (phase, during) in [("baseline, no swap", false), ("during a swap", true)] {
+            let (mut wall, mut cpu): (Vec<f64>, Vec<f64>) = records
+                .iter()
+                .filter(|&&(start, wall, _)| {
+                    if during {
+                        near_swap(start, wall)
+                    } else {
+                        start + (wall * 1e3) as u64 <= baseline_end
+                    }
+                })
+                .map(|&(_, w, c)| (w, c))
+                .unzip();
+            if wall.is_empty() {
+                continue;
+            }
+            wall.sort_by(f64::total_cmp);
+            cpu.sort_by(f64::total_cmp);
+            let over = wall.iter().filter(|&&w| w > TARGET_SWAP_STALL_MS).count();
+            let reload_cell = if during {
+                format!(
+                    "{:.1} / {:.1}",
+                    percentile(&reload_ms, 0.5),
+                    reload_ms[reload_ms.len() - 1]
+                )
+            } else {
+                "–".to_owned()
+            };
+            println!(
+                "| {verify_name} | {} | {phase} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} | {over} | {reload_cell} |",
+                wall.len(),
+                percentile(&wall, 0.5),
+                percentile(&wall, 0.99),
+                percentile(&wall, 0.999),
+                wall[wall.len() - 1],
+                cpu[cpu.len() - 1],
+            );
+            if during {
+                verdicts.push((verify_name, wall[wall.len() - 1], cpu[cpu.len() - 1]));
+            }
+        }
+    }
+
+    // Memory: a query holding the old run keeps its files mapped; when it ends they go.
+    let engine = Engine::open(&dir, EngineConfig::default()).expect("open");
+    let served = engine.run_id().expect("a run");
+    let other = runs
+        .iter()
+        .find(|r| **r != served)
+        .expect("two runs")
+        .clone();
+    let in_flight = engine.view().expect("view");
+    layout.write_latest(&other).expect("LATEST");
+    engine.reload().expect("reload");
+    let old_dir = layout.run_dir(&served);
+    let held = mapped_files_under(&old_dir);
+    drop(in_flight);
+    let released = mapped_files_under(&old_dir);
+    println!(
+        "\nOld run's mappings in /proc/self/maps: {} while a query holds it, {} after that query ends.",
+        held.map_or("n/a".into(), |v| v.to_string()),
+        released.map_or("n/a".into(), |v| v.to_string()),
+    );
+    println!("\nTargets:\n");
+    for (verify_name, wall_max, cpu_max) in verdicts {
+        println!(
+            "- no query stalls more than {TARGET_SWAP_STALL_MS} ms during a swap ({verify_name} verified): wall max {wall_max:.3} ms (thread CPU max {cpu_max:.3} ms): {}",
+            if wall_max <= TARGET_SWAP_STALL_MS {
+                "met"
+            } else {
+                "NOT met"
+            }
+        );
+    }
+    println!(
+        "- the old run's memory is released when its last query ends: {}",
+        match (held, released) {
+            (Some(h), Some(0)) if h > 0 => "met",
+            (Some(_), Some(_)) => "NOT met",
+            _ => "not measured (no /proc/self/maps)",
+        }
+    );
 }

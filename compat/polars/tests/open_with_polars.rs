@@ -133,6 +133,8 @@ fn documented(table: &str, dim: usize) -> Vec<(&'static str, DataType)> {
             ("members", list(UInt32)),
             ("report_sources", list(UInt32)),
         ],
+        "concepts.arrow" => vec![("concept_id", Binary), ("preferred_term", Binary)],
+        "terms.arrow" => vec![("term", Binary), ("concepts", list(UInt32))],
         "report_ivf_centroids" => vec![("list_id", UInt32), ("centroid", array(Float32))],
         "report_ivf_lists" => vec![
             ("list_id", UInt32),
@@ -232,6 +234,8 @@ const MAPPED: &[&str] = &[
     "passages.arrow",
     "entities.arrow",
     "communities.arrow",
+    "concepts.arrow",
+    "terms.arrow",
 ];
 
 /// The tables every run of every format version holds.

@@ -37,11 +37,37 @@ struct RootArg {
     /// Snapshot root [default: $AGRAG_ROOT, else ./.agrag]
     #[arg(long, env = "AGRAG_ROOT", global = true)]
     root: Option<PathBuf>,
+    /// How the run is checked before it answers: `checksums` reads every file once (BLAKE3,
+    /// about 1 s per 4 GB), `sizes` only compares file sizes with the manifest (a bit flip
+    /// that keeps a size then goes unnoticed; for a run already verified, by `verify` or by
+    /// the job that published it)
+    #[arg(
+        long,
+        env = "AGRAG_VERIFY",
+        global = true,
+        value_enum,
+        default_value_t = VerifyArg::Checksums
+    )]
+    verify: VerifyArg,
+}
+
+/// `--verify` values.
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum VerifyArg {
+    Sizes,
+    Checksums,
 }
 
 impl RootArg {
     fn path(&self) -> PathBuf {
         self.root.clone().unwrap_or_else(|| PathBuf::from(".agrag"))
+    }
+
+    fn verify(&self) -> Verify {
+        match self.verify {
+            VerifyArg::Sizes => Verify::Sizes,
+            VerifyArg::Checksums => Verify::Checksums,
+        }
     }
 }
 
@@ -157,7 +183,8 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Check the run LATEST names: manifest, sizes and checksums of every file.
+    /// Check the run LATEST names: manifest, sizes and checksums of every file (sizes only
+    /// with --verify sizes).
     Verify {
         #[command(flatten)]
         root: RootArg,
@@ -322,7 +349,7 @@ fn engine_code(e: &EngineError) -> u8 {
 
 /// The engine configuration from `EMBEDDING_*`: an explicit embedder when the settings name
 /// one, else the run's own (MiniLM read from `EMBEDDING_MODEL_PATH` or the default folder).
-fn engine_config() -> Result<EngineConfig, (u8, anyhow::Error)> {
+fn engine_config(verify: Verify) -> Result<EngineConfig, (u8, anyhow::Error)> {
     let settings = EmbedderSettings::from_env().map_err(usage)?;
     let embedder = if settings.is_explicit() {
         let choice = settings
@@ -336,6 +363,7 @@ fn engine_config() -> Result<EngineConfig, (u8, anyhow::Error)> {
     Ok(EngineConfig {
         embedder,
         model_path: Some(settings.model_path),
+        verify,
         ..EngineConfig::default()
     })
 }
@@ -518,7 +546,7 @@ fn run(cli: Cli) -> CmdResult {
             let limit = to_count("limit", limit)?;
             let support_limit = to_count("support_limit", support_limit)?;
             check_question("question", &question)?;
-            let engine = Engine::open(root.path(), engine_config()?).map_err(work)?;
+            let engine = Engine::open(root.path(), engine_config(root.verify())?).map_err(work)?;
             let req = ThemeRequest {
                 query: QueryInput::Text(question),
                 scope: scope.map_or(Scope::All, |keys| {
@@ -637,7 +665,7 @@ fn run(cli: Cli) -> CmdResult {
                 )
             });
             // EMBEDDING_* applies to the vector clause as to `themes`.
-            let engine = Engine::open(root.path(), engine_config()?).map_err(work)?;
+            let engine = Engine::open(root.path(), engine_config(root.verify())?).map_err(work)?;
             let answer = engine
                 .find_by_meaning(&req)
                 .map_err(|e| (engine_code(&e), e.into()))?;
@@ -679,7 +707,7 @@ fn run(cli: Cli) -> CmdResult {
                     expected: "an evidence id such as pmid:123#0",
                 }));
             }
-            let engine = Engine::open(root.path(), engine_config()?).map_err(work)?;
+            let engine = Engine::open(root.path(), engine_config(root.verify())?).map_err(work)?;
             let run_id = engine.run_id();
             // With no run served every id would look unknown; say that nothing was looked up.
             let status = if run_id.is_some() {
@@ -722,8 +750,9 @@ fn run(cli: Cli) -> CmdResult {
             } => {
                 let state: Visibility = state.parse().map_err(usage)?;
                 let (t, key) = target.get();
+                let verify = root.verify();
                 let root = snapshot_root(&root)?;
-                let engine = Engine::open(root, engine_config()?).map_err(work)?;
+                let engine = Engine::open(root, engine_config(verify)?).map_err(work)?;
                 // Flags are keyed by stable ids and may name what a later run will hold, but a
                 // typo must not pass as success: an id the served run lacks is stored only
                 // when asked for.
@@ -748,8 +777,9 @@ fn run(cli: Cli) -> CmdResult {
             }
             VisibilityCommand::Get { root, target, json } => {
                 let (t, key) = target.get();
+                let verify = root.verify();
                 let root = snapshot_root(&root)?;
-                let engine = Engine::open(root, engine_config()?).map_err(work)?;
+                let engine = Engine::open(root, engine_config(verify)?).map_err(work)?;
                 let effective = engine.effective_visibility(t, key).map_err(work)?;
                 if json {
                     return json_out(&effective);
@@ -766,7 +796,8 @@ fn run(cli: Cli) -> CmdResult {
                 Ok(())
             }
             VisibilityCommand::List { root, json } => {
-                let engine = Engine::open(snapshot_root(&root)?, engine_config()?).map_err(work)?;
+                let engine = Engine::open(snapshot_root(&root)?, engine_config(root.verify())?)
+                    .map_err(work)?;
                 let flags = engine.visibility_flags().map_err(work)?;
                 if json {
                     return json_out(&flags);
@@ -832,22 +863,22 @@ fn run(cli: Cli) -> CmdResult {
             Ok(())
         }
         Command::Verify { root } => {
-            let config = EngineConfig {
-                verify: Verify::Checksums,
-                ..engine_config()?
-            };
-            let engine = Engine::open(root.path(), config).map_err(work)?;
-            // Open serves the run only when it passed; when it did not, reload again to hand
-            // on the error itself, with its cause, not the reason kept as text.
-            if engine.run_id().is_none() {
-                engine.reload().map_err(work)?;
+            let engine = Engine::open(root.path(), engine_config(root.verify())?).map_err(work)?;
+            // Open serves the run only when it passed; when it did not, hand on the error that
+            // refused it, causes included.
+            if let Some(e) = engine.not_ready_error() {
+                return Err(work(e));
             }
             let view = engine.view().map_err(work)?;
             let snap = view.snapshot().context("no run is served").map_err(work)?;
             println!(
-                "run {}: {} files verified (sizes, BLAKE3 checksums, schemas)",
+                "run {}: {} files verified ({}, schemas)",
                 snap.run_id(),
-                snap.manifest.files.len()
+                snap.manifest.files.len(),
+                match root.verify() {
+                    Verify::Sizes => "sizes",
+                    Verify::Checksums => "sizes, BLAKE3 checksums",
+                }
             );
             Ok(())
         }

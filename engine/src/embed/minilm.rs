@@ -12,6 +12,7 @@
 //! `model.safetensors`, `tokenizer.json`, `config.json` and the model card with the licence.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use rayon::prelude::*;
 use tokenizers::Tokenizer;
@@ -107,9 +108,15 @@ fn gelu() -> String {
 }
 
 fn model_error(reason: impl std::fmt::Display) -> EngineError {
+    EngineError::embedder(MINILM_MODEL, reason.to_string())
+}
+
+/// A model error caused by a parser's or tokenizer's error (`file` names what was read).
+fn model_error_because(file: &Path, source: crate::error::Cause) -> EngineError {
     EngineError::Embedder {
         model: MINILM_MODEL.to_owned(),
-        reason: reason.to_string(),
+        reason: format!("cannot read {}", file.display()),
+        source: Some(source),
     }
 }
 
@@ -155,7 +162,7 @@ impl MiniLmEmbedder {
         let fingerprint = format!("blake3:{}", hasher.finalize().to_hex());
 
         let config: BertShape = serde_json::from_slice(&config_json)
-            .map_err(|e| model_error(format!("{}: {e}", dir.join("config.json").display())))?;
+            .map_err(|e| model_error_because(&dir.join("config.json"), Arc::new(e)))?;
         if config.hidden_size != MINILM_DIM {
             return Err(model_error(format!(
                 "{} describes a model of hidden size {}, not all-MiniLM-L6-v2 ({MINILM_DIM})",
@@ -180,12 +187,12 @@ impl MiniLmEmbedder {
         check_mean_pooling(dir)?;
 
         let mut tokenizer = Tokenizer::from_bytes(&tokenizer_json)
-            .map_err(|e| model_error(format!("{}: {e}", dir.join("tokenizer.json").display())))?;
+            .map_err(|e| model_error_because(&dir.join("tokenizer.json"), Arc::from(e)))?;
         // Padding and truncation are done here, per batch, with an explicit attention mask.
         tokenizer.with_padding(None);
         tokenizer
             .with_truncation(None)
-            .map_err(|e| model_error(format!("tokenizer truncation: {e}")))?;
+            .map_err(|e| model_error_because(&dir.join("tokenizer.json"), Arc::from(e)))?;
         let special = |t: &str| {
             tokenizer
                 .token_to_id(t)
@@ -196,7 +203,7 @@ impl MiniLmEmbedder {
         let weights_error =
             |e: String| model_error(format!("{}: {e}", dir.join("model.safetensors").display()));
         let tensors = safetensors::SafeTensors::deserialize(&weights)
-            .map_err(|e| weights_error(e.to_string()))?;
+            .map_err(|e| model_error_because(&dir.join("model.safetensors"), Arc::new(e)))?;
         let encoder = forward::Encoder::from_tensors(&tensors, config.num_hidden_layers)
             .map_err(weights_error)?;
         Ok(Self {
@@ -273,8 +280,8 @@ fn check_mean_pooling(dir: &Path) -> Result<()> {
     let Ok(bytes) = std::fs::read(&path) else {
         return Ok(());
     };
-    let value: serde_json::Value = serde_json::from_slice(&bytes)
-        .map_err(|e| model_error(format!("{}: {e}", path.display())))?;
+    let value: serde_json::Value =
+        serde_json::from_slice(&bytes).map_err(|e| model_error_because(&path, Arc::new(e)))?;
     if value.get("pooling_mode_mean_tokens") == Some(&serde_json::Value::Bool(false)) {
         return Err(model_error(format!(
             "{} does not ask for mean pooling; this is not all-MiniLM-L6-v2",

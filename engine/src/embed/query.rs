@@ -115,10 +115,10 @@ impl QueryEmbedder {
                 }
                 let v = embedder.embed(text)?;
                 if v.len() != run.dim {
-                    return Err(EngineError::Embedder {
-                        model: id.model.clone(),
-                        reason: format!("returned {} values, expected {}", v.len(), run.dim),
-                    });
+                    return Err(EngineError::embedder(
+                        id.model.clone(),
+                        format!("returned {} values, expected {}", v.len(), run.dim),
+                    ));
                 }
                 Ok(v)
             }

@@ -295,10 +295,10 @@ pub fn load_minilm(dir: &std::path::Path, long_texts: LongTexts) -> Result<Arc<d
     #[cfg(not(feature = "minilm"))]
     {
         let _ = (dir, long_texts);
-        Err(EngineError::Embedder {
-            model: MINILM_MODEL.to_owned(),
-            reason: "this build has no MiniLM support (cargo feature `minilm` is off)".into(),
-        })
+        Err(EngineError::embedder(
+            MINILM_MODEL.to_owned(),
+            "this build has no MiniLM support (cargo feature `minilm` is off)",
+        ))
     }
 }
 
@@ -332,10 +332,10 @@ impl Embedder for PrecomputedEmbedder {
     }
 
     fn embed_batch(&self, _texts: &[&str]) -> Result<Vec<Vec<f32>>> {
-        Err(EngineError::Embedder {
-            model: self.identity.model.clone(),
-            reason: "EMBEDDING_PROVIDER=precomputed: this service sends its own vectors, so a text query cannot be embedded here; send the query as a vector of that model".into(),
-        })
+        Err(EngineError::embedder(
+            self.identity.model.clone(),
+            "EMBEDDING_PROVIDER=precomputed: this service sends its own vectors, so a text query cannot be embedded here; send the query as a vector of that model",
+        ))
     }
 }
 

@@ -112,7 +112,11 @@ impl Manifest {
             Err(e) => return Err(EngineError::io(sum_path, e)),
         }
         Self::parse(&bytes).map_err(|e| match e {
-            EngineError::Corrupt { reason, .. } => EngineError::corrupt(&path, reason),
+            EngineError::Corrupt { reason, source, .. } => EngineError::Corrupt {
+                path: path.clone(),
+                reason,
+                source,
+            },
             other => other,
         })
     }
@@ -125,7 +129,7 @@ impl Manifest {
     pub fn parse(bytes: &[u8]) -> Result<Self> {
         // Look at the version first, so that a future format gets the precise error.
         let value: serde_json::Value = serde_json::from_slice(bytes)
-            .map_err(|e| EngineError::corrupt("", format!("manifest is not JSON: {e}")))?;
+            .map_err(|e| EngineError::corrupt_because("", "manifest is not JSON", e))?;
         let found = value
             .get("format_version")
             .and_then(serde_json::Value::as_u64)
@@ -140,7 +144,7 @@ impl Manifest {
             });
         }
         let manifest: Self = serde_json::from_value(value)
-            .map_err(|e| EngineError::corrupt("", format!("manifest does not parse: {e}")))?;
+            .map_err(|e| EngineError::corrupt_because("", "manifest does not parse", e))?;
         if manifest.embedder.dim == 0 {
             return Err(EngineError::corrupt("", "embedder.dim is 0"));
         }

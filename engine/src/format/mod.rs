@@ -82,7 +82,7 @@ pub fn verify_file(dir: &Path, entry: &FileEntry, level: Verify) -> Result<()> {
         // operating system's, not the run's.
         let meta = std::fs::metadata(&path).map_err(|e| match e.kind() {
             std::io::ErrorKind::NotFound => {
-                EngineError::corrupt(&path, format!("listed in the manifest but missing: {e}"))
+                EngineError::corrupt_because(&path, "listed in the manifest but missing", e)
             }
             _ => EngineError::io(&path, e),
         })?;

@@ -36,7 +36,7 @@ pub fn read_parquet_row_groups(
 ) -> Result<RecordBatch> {
     let file = File::open(path).map_err(|e| EngineError::io(path, e))?;
     let builder = ParquetRecordBatchReaderBuilder::try_new(file)
-        .map_err(|e| EngineError::corrupt(path, format!("not a readable Parquet file: {e}")))?;
+        .map_err(|e| EngineError::corrupt_because(path, "not a readable Parquet file", e))?;
     if let Some(want) = run_id {
         check_run_id(path, builder.metadata(), want)?;
     }
@@ -49,13 +49,13 @@ pub fn read_parquet_row_groups(
         .with_row_groups(row_groups)
         .with_batch_size(64 * 1024)
         .build()
-        .map_err(|e| EngineError::corrupt(path, e.to_string()))?;
+        .map_err(|e| EngineError::corrupt_because(path, "Parquet decode", e))?;
     let mut batches = Vec::new();
     for batch in reader {
-        batches.push(batch.map_err(|e| EngineError::corrupt(path, e.to_string()))?);
+        batches.push(batch.map_err(|e| EngineError::corrupt_because(path, "Parquet decode", e))?);
     }
     let batch = arrow_select::concat::concat_batches(&schema, &batches)
-        .map_err(|e| EngineError::corrupt(path, e.to_string()))?;
+        .map_err(|e| EngineError::corrupt_because(path, "Parquet decode", e))?;
     // Project to the expected column order so callers can index by position if they like.
     let indices: Vec<usize> = expected
         .fields()
@@ -64,7 +64,7 @@ pub fn read_parquet_row_groups(
         .collect();
     batch
         .project(&indices)
-        .map_err(|e| EngineError::corrupt(path, e.to_string()))
+        .map_err(|e| EngineError::corrupt_because(path, "Parquet decode", e))
 }
 
 /// Checks that the Parquet file at `path`, whose metadata is `metadata`, belongs to run `want`

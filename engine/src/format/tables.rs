@@ -752,6 +752,15 @@ pub fn write_run_columns_into<'a>(
         }),
     )?;
 
+    // The engine's concept rows and term index, mapped: same rows as concepts.parquet.
+    super::mapped::concepts::write(&mut w, concepts.len(), |r| {
+        (l.concept_id(concepts[r]), l.preferred_term(concepts[r]))
+    })?;
+    super::mapped::terms::write(&mut w, concepts.len(), |r| {
+        let c = concepts[r as usize];
+        (l.preferred_term(c), l.synonyms(c))
+    })?;
+
     concept_edges.sort_by(|a, b| (rk(a.0), rk(a.1), a.2).cmp(&(rk(b.0), rk(b.1), b.2)));
     concept_edges.dedup_by(|a, b| (rk(a.0), rk(a.1), a.2) == (rk(b.0), rk(b.1), b.2));
     let schema = concept_edges::schema();
@@ -1644,6 +1653,7 @@ mod tests {
             "concept_edges.parquet 3 ce0eaf3ac9ba9e95f2cb2a554bbecd2195e62d2236ca92aa5c874e7377f6ba04",
             "concept_evidence.parquet 24 3c3b523d1f69319661255be1a4b678aed5621331828ddca932c8560c92d14c80",
             "concept_postings.arrow 7 9f1b7b1647258ad5b831d0a6a65f8d63aedbb16e5026f4096d4f99c65b1df0b0",
+            "concepts.arrow 5 426a3bf2f452f279dcb15d00da5df794a62657fe55a80b5e6c2ad7ce00b41df7",
             "concepts.parquet 5 a65a1794872f368b4f6dc98774c8a8124314accd71ead35d038733f53eda7ccd",
             "document_concepts.parquet 13 de013246753a9263cfc7b11210a0a66072fa1cf4be4f2549ecaf0464757f4105",
             "document_embeddings.arrow 5 55ab3154109068e267d9a22e726969f572c3f62d211fb8b95f14ab6ffd39f01c",
@@ -1661,6 +1671,7 @@ mod tests {
             "report_embeddings.parquet 6 e4967040cc69596382dab85632a0321ff0094f76e1db81939bdf94433e61c9bf",
             "report_sources.parquet 5 a73bc45d32aacedd5da74958d2ad3f65029f3290d6f8998fc5ac8e87e140fb0d",
             "reports.parquet 3 e4edca408ad8b436474cfd0aa97281bfa70851f3dfcc2bdeba72e20b2c40ba91",
+            "terms.arrow 15 3c94a4c271dc286b74df45a2cba6dc739b9389de72218f1276647648985cc318",
         ];
         assert_eq!(text, expected);
     }

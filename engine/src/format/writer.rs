@@ -195,10 +195,8 @@ impl RunWriter {
             ]))
             .build();
         let (path, out) = self.open_file(name)?;
-        let perr = |e: parquet::errors::ParquetError| EngineError::Parquet {
-            path: path.clone(),
-            reason: e.to_string(),
-        };
+        let perr =
+            |e: parquet::errors::ParquetError| EngineError::parquet(&path, "Parquet write", e);
         // pyarrow (and so pandas) shows the metadata of the Arrow schema embedded in the file,
         // not the Parquet key-value pairs: the run id goes in both.
         let mut meta = schema.metadata().clone();
@@ -210,10 +208,7 @@ impl RunWriter {
         for batch in batches {
             let batch = batch?
                 .with_schema(schema.clone())
-                .map_err(|e| EngineError::Parquet {
-                    path: path.clone(),
-                    reason: e.to_string(),
-                })?;
+                .map_err(|e| EngineError::parquet(&path, "Parquet write", e))?;
             rows += batch.num_rows();
             writer.write(&batch).map_err(perr)?;
         }
@@ -228,10 +223,7 @@ impl RunWriter {
     /// [`EngineError::Io`] / [`EngineError::Parquet`] on write failures.
     pub fn write_ipc(&mut self, name: &str, batch: &RecordBatch) -> Result<()> {
         let (path, out) = self.open_file(name)?;
-        let aerr = |e: arrow_schema::ArrowError| EngineError::Parquet {
-            path: path.clone(),
-            reason: e.to_string(),
-        };
+        let aerr = |e: arrow_schema::ArrowError| EngineError::parquet(&path, "Arrow IPC write", e);
         let mut meta = batch.schema().metadata().clone();
         meta.insert(META_RUN_ID.to_owned(), self.run_id.clone());
         meta.insert(META_FORMAT_VERSION.to_owned(), FORMAT_VERSION.to_string());
@@ -432,10 +424,7 @@ impl IpcStream {
 }
 
 fn ipc_error(path: &Path, e: arrow_schema::ArrowError) -> EngineError {
-    EngineError::Parquet {
-        path: path.to_owned(),
-        reason: e.to_string(),
-    }
+    EngineError::parquet(path, "Arrow IPC write", e)
 }
 
 impl Drop for RunWriter {

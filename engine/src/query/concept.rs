@@ -433,8 +433,8 @@ pub(crate) fn resolve(
     req: &ConceptRequest,
 ) -> Result<Resolved, Box<ConceptAnswer>> {
     let concepts: Vec<u32> = match &req.selector {
-        ConceptSelector::Concept(id) => match snap.vocabulary.concept_index.get(id.trim()) {
-            Some(&c) => vec![c],
+        ConceptSelector::Concept(id) => match snap.vocabulary.concepts.row(id.trim()) {
+            Some(c) => vec![c],
             None => {
                 return Err(Box::new(ConceptAnswer::nothing(
                     ConceptStatus::UnknownConcept,
@@ -778,7 +778,7 @@ pub(crate) fn search(
             let (concepts, nearest) = held(d);
             let mut matched: Vec<String> = concepts
                 .iter()
-                .map(|&c| snap.vocabulary.concept_ids[c as usize].clone())
+                .map(|&c| snap.vocabulary.concepts.ids.get(c as usize).to_owned())
                 .collect();
             matched.sort();
             ConceptHit {
@@ -823,8 +823,13 @@ pub(crate) fn search(
         )
     };
     let cref = |c: u32| ConceptRef {
-        concept_id: snap.vocabulary.concept_ids[c as usize].clone(),
-        preferred_term: snap.vocabulary.preferred_terms[c as usize].clone(),
+        concept_id: snap.vocabulary.concepts.ids.get(c as usize).to_owned(),
+        preferred_term: snap
+            .vocabulary
+            .concepts
+            .preferred_terms
+            .get(c as usize)
+            .to_owned(),
     };
     let resolved_refs: Vec<ConceptRef> = resolved.concepts.iter().map(|&c| cref(c)).collect();
     let names: Vec<String> = resolved_refs
@@ -869,7 +874,7 @@ pub(crate) fn search(
         num_expanded: expanded.len(),
         expanded: expanded
             .iter()
-            .map(|&c| snap.vocabulary.concept_ids[c as usize].clone())
+            .map(|&c| snap.vocabulary.concepts.ids.get(c as usize).to_owned())
             .collect(),
         total,
         sample,

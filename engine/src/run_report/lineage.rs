@@ -130,10 +130,10 @@ fn read_table(path: &Path, out: &mut Lineage) -> Result<()> {
     let file = File::open(path).map_err(|e| EngineError::io(path, e))?;
     let reader = ParquetRecordBatchReaderBuilder::try_new(file)
         .and_then(|b| b.build())
-        .map_err(|e| EngineError::corrupt(path, format!("not a readable Parquet file: {e}")))?;
+        .map_err(|e| EngineError::corrupt_because(path, "not a readable Parquet file", e))?;
     let mut changes = Vec::new();
     for batch in reader {
-        let batch = batch.map_err(|e| EngineError::corrupt(path, e.to_string()))?;
+        let batch = batch.map_err(|e| EngineError::corrupt_because(path, "Parquet decode", e))?;
         let Some(event) = first_column(&batch, &["event", "change", "kind"]) else {
             out.note = format!(
                 "{LINEAGE_FILE} has no event column (looked for event, change, kind): its counts are not shown"

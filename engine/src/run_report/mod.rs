@@ -496,8 +496,9 @@ pub fn build(root: &Path, options: &Options) -> Result<Report> {
     let raw: Value = std::fs::read(&manifest_path)
         .map_err(|e| EngineError::io(&manifest_path, e))
         .and_then(|b| {
-            serde_json::from_slice(&b)
-                .map_err(|e| EngineError::corrupt(&manifest_path, e.to_string()))
+            serde_json::from_slice(&b).map_err(|e| {
+                EngineError::corrupt_because(&manifest_path, "manifest is not JSON", e)
+            })
         })?;
     let rows = |file: &str| manifest.file(file).map_or(0, |f| f.rows);
     let flags_exist = layout.visibility_path().is_file();

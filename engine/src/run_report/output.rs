@@ -27,7 +27,7 @@ impl HtmlOutput {
     pub fn create(path: &Path) -> Result<Self> {
         let err = |source| EngineError::Output {
             path: path.to_owned(),
-            source,
+            source: std::sync::Arc::new(source),
         };
         if path.is_dir() {
             return Err(err(std::io::Error::new(
@@ -67,7 +67,7 @@ impl HtmlOutput {
         let page = report.to_html();
         let err = |source| EngineError::Output {
             path: self.path.clone(),
-            source,
+            source: std::sync::Arc::new(source),
         };
         let mut file = self
             .file

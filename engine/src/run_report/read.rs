@@ -36,9 +36,8 @@ impl Table {
     pub(crate) fn open(dir: &Path, file: &str, wanted: &Schema, run_id: &str) -> Result<Self> {
         let path = dir.join(file);
         let handle = File::open(&path).map_err(|e| EngineError::io(&path, e))?;
-        let builder = ParquetRecordBatchReaderBuilder::try_new(handle).map_err(|e| {
-            EngineError::corrupt(&path, format!("not a readable Parquet file: {e}"))
-        })?;
+        let builder = ParquetRecordBatchReaderBuilder::try_new(handle)
+            .map_err(|e| EngineError::corrupt_because(&path, "not a readable Parquet file", e))?;
         check_run_id(&path, builder.metadata(), run_id)?;
         let schema: SchemaRef = builder.schema().clone();
         check_schema(&path, &schema, wanted)?;
@@ -52,7 +51,7 @@ impl Table {
             .with_projection(mask)
             .with_batch_size(BATCH_ROWS)
             .build()
-            .map_err(|e| EngineError::corrupt(&path, e.to_string()))?;
+            .map_err(|e| EngineError::corrupt_because(&path, "Parquet decode", e))?;
         Ok(Self { path, reader })
     }
 
@@ -67,7 +66,8 @@ impl Table {
     ) -> Result<()> {
         let Self { path, reader } = self;
         for batch in reader {
-            let batch = batch.map_err(|e| EngineError::corrupt(&path, e.to_string()))?;
+            let batch =
+                batch.map_err(|e| EngineError::corrupt_because(&path, "Parquet decode", e))?;
             f(&batch, &path)?;
             progress.advance(batch.num_rows() as u64);
         }

@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use roaring::RoaringBitmap;
 
 use super::{Csr, VocabularyTables};
+use crate::format::mapped::terms::TermIndex;
 
 /// The key under which terms are looked up: the one rule the pipeline links by
 /// (`"Myocardial  INFARCTION"` → `"myocardial infarction"`).
@@ -23,7 +24,7 @@ pub struct Hierarchy {
 /// Lookup structures for concept queries.
 #[derive(Debug, Clone, Default)]
 pub struct ConceptIndex {
-    terms: HashMap<String, Vec<u32>>,
+    terms: TermIndex,
     /// Hierarchy per relation name.
     pub relations: HashMap<String, Hierarchy>,
     /// Per node field: concept → documents whose field holds it.
@@ -33,22 +34,10 @@ pub struct ConceptIndex {
 }
 
 impl ConceptIndex {
-    /// Builds the index from a run's vocabulary tables.
-    pub fn build(v: &VocabularyTables) -> Self {
-        let n = v.concept_ids.len();
-        let mut terms: HashMap<String, Vec<u32>> = HashMap::new();
-        // Preferred terms first, so that a term naming one concept outright resolves to it.
-        for (i, t) in v.preferred_terms.iter().enumerate() {
-            terms.entry(normalize_term(t)).or_default().push(i as u32);
-        }
-        for (i, syns) in v.synonyms.iter().enumerate() {
-            for s in syns {
-                let e = terms.entry(normalize_term(s)).or_default();
-                if !e.contains(&(i as u32)) {
-                    e.push(i as u32);
-                }
-            }
-        }
+    /// Builds the index from a run's vocabulary tables and its term index (mapped from
+    /// `terms.arrow`, or built at open for runs without it).
+    pub fn build(v: &VocabularyTables, terms: TermIndex) -> Self {
+        let n = v.concepts.len();
         // Relation → (child → parent pairs, parent → child pairs).
         type Pairs = Vec<(u32, u32)>;
         let mut by_relation: HashMap<&str, (Pairs, Pairs)> = HashMap::new();
@@ -112,11 +101,11 @@ impl ConceptIndex {
         }
     }
 
-    /// Concepts whose preferred term or synonym is `term` (case-folded, NFKC).
+    /// Concepts whose preferred term or synonym is `term` under the matching key
+    /// ([`normalize_term`]: case, spacing, accents and compatibility forms folded), those
+    /// whose preferred term it is first.
     pub fn resolve_term(&self, term: &str) -> &[u32] {
-        self.terms
-            .get(&normalize_term(term))
-            .map_or(&[], Vec::as_slice)
+        self.terms.resolve(term)
     }
 }
 

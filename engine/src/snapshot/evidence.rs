@@ -3,7 +3,6 @@
 //! document was reached ([`ConceptEvidence`], from `concept_evidence.parquet`) and the
 //! passages each report quotes (from `report_sources.parquet`).
 
-use std::collections::HashMap;
 use std::path::Path;
 
 use arrow_array::{Array, StringArray, UInt32Array};
@@ -107,7 +106,7 @@ pub(crate) fn read_concept_evidence(
     run_id: Option<&str>,
     wanted: &RoaringBitmap,
     keys: &Strings,
-    concepts: &HashMap<String, u32>,
+    concepts: &crate::format::mapped::concepts::ConceptColumns,
     passages: &dyn Fn(&str) -> Option<u32>,
 ) -> Result<ConceptEvidence> {
     let path = dir.join(concept_evidence::FILE);
@@ -149,7 +148,7 @@ pub(crate) fn read_concept_evidence(
             EngineError::corrupt(&path, format!("row {row}: {what} {v:?} is not in the run"))
         };
         let id = ids.value(row);
-        let c = *concepts.get(id).ok_or_else(|| bad("concept_id", id))?;
+        let c = concepts.row(id).ok_or_else(|| bad("concept_id", id))?;
         let p = if pids.is_null(row) {
             TITLE
         } else {

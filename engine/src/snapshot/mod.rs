@@ -19,9 +19,11 @@ use arrow_array::{Array, FixedSizeListArray, RecordBatch, UInt32Array};
 
 use crate::error::{EngineError, Result};
 use crate::format::mapped::communities::CommunityColumns;
+use crate::format::mapped::concepts::ConceptColumns;
 use crate::format::mapped::documents::DocumentColumns;
 use crate::format::mapped::entities::EntityColumns;
 use crate::format::mapped::passages::PassageColumns;
+use crate::format::mapped::terms::TermIndex;
 use crate::format::mapped::{self, Booleans, Primitives, Strings};
 use crate::format::reader::{column_no_nulls, read_parquet};
 use crate::format::schema::{
@@ -36,16 +38,11 @@ use crate::store::mmap;
 pub use crate::format::mapped::Csr;
 
 /// The vocabulary of a run, for concept queries.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct VocabularyTables {
-    /// Concept ids, in `concepts.parquet` order (sorted).
-    pub concept_ids: Vec<String>,
-    /// Preferred terms, parallel to `concept_ids`.
-    pub preferred_terms: Vec<String>,
-    /// Synonyms, parallel to `concept_ids`.
-    pub synonyms: Vec<Vec<String>>,
-    /// Concept id → index.
-    pub concept_index: HashMap<String, u32>,
+    /// Concept ids and preferred terms, in `concepts.parquet` order (ascending ids); a
+    /// concept's row is its index everywhere below.
+    pub concepts: ConceptColumns,
     /// `(child, parent, relation)` by concept index.
     pub edges: Vec<(u32, u32, String)>,
     /// The rows of `document_concepts` per node field: `(node_field, [(document index, concept
@@ -320,7 +317,6 @@ impl Snapshot {
             ));
         }
         verify_run(dir, &manifest, level)?;
-        let run_id = Some(manifest.run_id.as_str());
         let p = |f: &str| dir.join(f);
 
         let (documents, passages, entities, communities) =
@@ -367,13 +363,13 @@ impl Snapshot {
         // Runs with precomputed postings skip the (document, concept) rows entirely.
         let precomputed = manifest.file(concept_postings::FILE).is_some();
         let keys = &documents.keys;
-        let vocabulary =
-            read_vocabulary(dir, run_id, &|k: &str| keys.find_sorted(k), !precomputed)?;
-        let mut concept_index = concept_index::ConceptIndex::build(&vocabulary);
+        let (vocabulary, terms) =
+            read_vocabulary(dir, &manifest, &|k: &str| keys.find_sorted(k), !precomputed)?;
+        let mut concept_index = concept_index::ConceptIndex::build(&vocabulary, terms);
         if precomputed {
             let (postings, linked) = read_concept_postings(
                 &p(concept_postings::FILE),
-                &vocabulary.concept_index,
+                &vocabulary.concepts,
                 num_documents,
             )?;
             concept_index.postings = postings;
@@ -571,7 +567,7 @@ impl Snapshot {
             Some(self.run_id()),
             documents,
             &self.documents.keys,
-            &self.vocabulary.concept_index,
+            &self.vocabulary.concepts,
             &|id: &str| self.passage_index(id),
         )
         .map(Some)
@@ -820,7 +816,7 @@ type Postings = (
 /// document row against the run.
 fn read_concept_postings(
     path: &Path,
-    concept_index: &HashMap<String, u32>,
+    vocabulary: &ConceptColumns,
     num_documents: usize,
 ) -> Result<Postings> {
     let buffer = mmap::map_file(path)?;
@@ -859,8 +855,8 @@ fn read_concept_postings(
                 linked.insert(field.to_owned(), set);
             } else {
                 let id = concepts.value(i);
-                let c = *concept_index
-                    .get(id)
+                let c = vocabulary
+                    .row(id)
                     .ok_or_else(|| bad(format!("concept {id:?} is not in concepts.parquet")))?;
                 postings.entry(field.to_owned()).or_default().insert(c, set);
             }
@@ -964,8 +960,9 @@ pub(crate) fn map_embeddings(
             .into_iter()
             .next()
             .unwrap_or_else(|| RecordBatch::new_empty(schema.clone())),
-        _ => arrow_select::concat::concat_batches(&batches[0].schema(), &batches)
-            .map_err(|e| EngineError::corrupt(path, e.to_string()))?,
+        _ => arrow_select::concat::concat_batches(&batches[0].schema(), &batches).map_err(|e| {
+            EngineError::corrupt_because(path, "record batches do not concatenate", e)
+        })?,
     };
     crate::format::reader::check_schema(path, &batch.schema(), schema)?;
     if let Some(rows) = rows
@@ -982,53 +979,57 @@ pub(crate) fn map_embeddings(
     Ok(batch)
 }
 
-fn unique_index(keys: &[String], path: &Path, column: &str) -> Result<HashMap<String, u32>> {
-    let mut map = HashMap::with_capacity(keys.len());
-    for (i, k) in keys.iter().enumerate() {
-        if map.insert(k.clone(), i as u32).is_some() {
-            return Err(EngineError::corrupt(
-                path,
-                format!("duplicate {column} {k:?} at row {i}"),
-            ));
-        }
-    }
-    Ok(map)
-}
-
+/// The vocabulary of the run in `dir`: concepts and term index mapped from `concepts.arrow`
+/// and `terms.arrow` when the manifest lists them, else read from `concepts.parquet` and
+/// indexed here (format 1); hierarchy edges from `concept_edges.parquet`; and, when
+/// `with_document_concepts`, the rows of `document_concepts.parquet` (runs without
+/// precomputed postings).
 fn read_vocabulary(
     dir: &Path,
-    run_id: Option<&str>,
+    manifest: &Manifest,
     document_index: &dyn Fn(&str) -> Option<u32>,
     with_document_concepts: bool,
-) -> Result<VocabularyTables> {
+) -> Result<(VocabularyTables, TermIndex)> {
+    let run_id = Some(manifest.run_id.as_str());
     let path = dir.join(concepts::FILE);
-    let b = read_parquet(&path, &concepts::schema(), run_id)?;
-    let ids = column_no_nulls::<arrow_array::StringArray>(&b, concepts::CONCEPT_ID, &path)?;
-    let terms = column_no_nulls::<arrow_array::StringArray>(&b, concepts::PREFERRED_TERM, &path)?;
-    let syn = b
-        .column_by_name(concepts::SYNONYMS)
-        .ok_or_else(|| EngineError::corrupt(&path, "missing column \"synonyms\""))?
-        .as_list::<i32>();
-    let concept_ids: Vec<String> = ids
-        .iter()
-        .map(|s| s.unwrap_or_default().to_owned())
-        .collect();
-    let preferred_terms = terms
-        .iter()
-        .map(|s| s.unwrap_or_default().to_owned())
-        .collect();
-    let synonyms = (0..syn.len())
-        .map(|i| {
-            let v = syn.value(i);
-            v.as_string::<i32>()
-                .iter()
-                .map(|s| s.unwrap_or_default().to_owned())
-                .collect()
-        })
-        .collect();
-    let concept_index = unique_index(&concept_ids, &path, "concept_id")?;
+    let (concepts, terms) = if manifest.file(mapped::concepts::FILE).is_some()
+        && manifest.file(mapped::terms::FILE).is_some()
+    {
+        (
+            mapped::concepts::read(dir, manifest_rows(dir, manifest, mapped::concepts::FILE)?)?,
+            mapped::terms::read(dir, manifest_rows(dir, manifest, mapped::terms::FILE)?)?,
+        )
+    } else {
+        let b = read_parquet(&path, &concepts::schema(), run_id)?;
+        let ids = column_no_nulls::<arrow_array::StringArray>(&b, concepts::CONCEPT_ID, &path)?;
+        let preferred =
+            column_no_nulls::<arrow_array::StringArray>(&b, concepts::PREFERRED_TERM, &path)?;
+        let syn = b
+            .column_by_name(concepts::SYNONYMS)
+            .ok_or_else(|| EngineError::corrupt(&path, "missing column \"synonyms\""))?
+            .as_list::<i32>();
+        let values = syn.values().as_string::<i32>();
+        let offsets = syn.value_offsets();
+        let synonyms: Vec<Vec<&str>> = offsets
+            .windows(2)
+            .map(|w| {
+                (w[0] as usize..w[1] as usize)
+                    .map(|j| values.value(j))
+                    .collect()
+            })
+            .collect();
+        let terms = TermIndex::build(ids.len(), |c| {
+            (preferred.value(c as usize), synonyms[c as usize].as_slice())
+        });
+        let concepts = ConceptColumns::from_parquet(
+            Strings::from_utf8_array(ids),
+            Strings::from_utf8_array(preferred),
+            &path,
+        )?;
+        (concepts, terms)
+    };
     let lookup = |id: &str, path: &Path, row: usize| {
-        concept_index.get(id).copied().ok_or_else(|| {
+        concepts.row(id).ok_or_else(|| {
             EngineError::corrupt(
                 path,
                 format!("row {row}: concept {id:?} is not in concepts.parquet"),
@@ -1049,57 +1050,54 @@ fn read_vocabulary(
         ));
     }
     let mut document_concepts: Vec<(String, Vec<(u32, u32)>)> = Vec::new();
-    if !with_document_concepts {
-        return Ok(VocabularyTables {
-            concept_ids,
-            preferred_terms,
-            synonyms,
-            concept_index,
+    if with_document_concepts {
+        let path = dir.join(document_concepts::FILE);
+        let b = read_parquet(&path, &document_concepts::schema(), run_id)?;
+        let dk = column_no_nulls::<arrow_array::StringArray>(
+            &b,
+            document_concepts::DOCUMENT_KEY,
+            &path,
+        )?;
+        let nf =
+            column_no_nulls::<arrow_array::StringArray>(&b, document_concepts::NODE_FIELD, &path)?;
+        let dc =
+            column_no_nulls::<arrow_array::StringArray>(&b, document_concepts::CONCEPT_ID, &path)?;
+        // The file is sorted by (node_field, document_key, concept_id): consecutive rows share
+        // a field and a document, so each is looked up once per run of rows.
+        let mut last_key: Option<(&str, u32)> = None;
+        for row in 0..b.num_rows() {
+            let key = dk.value(row);
+            let d = match last_key {
+                Some((k, d)) if k == key => d,
+                _ => {
+                    let d = document_index(key).ok_or_else(|| {
+                        EngineError::corrupt(
+                            &path,
+                            format!("row {row}: document_key {key:?} is not in documents.parquet"),
+                        )
+                    })?;
+                    last_key = Some((key, d));
+                    d
+                }
+            };
+            let field = nf.value(row);
+            if document_concepts.last().is_none_or(|(f, _)| f != field) {
+                document_concepts.push((field.to_owned(), Vec::new()));
+            }
+            let c = lookup(dc.value(row), &path, row)?;
+            if let Some((_, rows)) = document_concepts.last_mut() {
+                rows.push((d, c));
+            }
+        }
+    }
+    Ok((
+        VocabularyTables {
+            concepts,
             edges,
             document_concepts,
-        });
-    }
-    let path = dir.join(document_concepts::FILE);
-    let b = read_parquet(&path, &document_concepts::schema(), run_id)?;
-    let dk =
-        column_no_nulls::<arrow_array::StringArray>(&b, document_concepts::DOCUMENT_KEY, &path)?;
-    let nf = column_no_nulls::<arrow_array::StringArray>(&b, document_concepts::NODE_FIELD, &path)?;
-    let dc = column_no_nulls::<arrow_array::StringArray>(&b, document_concepts::CONCEPT_ID, &path)?;
-    // The file is sorted by (node_field, document_key, concept_id): consecutive rows share a
-    // field and a document, so each is looked up once per run of rows.
-    let mut last_key: Option<(&str, u32)> = None;
-    for row in 0..b.num_rows() {
-        let key = dk.value(row);
-        let d = match last_key {
-            Some((k, d)) if k == key => d,
-            _ => {
-                let d = document_index(key).ok_or_else(|| {
-                    EngineError::corrupt(
-                        &path,
-                        format!("row {row}: document_key {key:?} is not in documents.parquet"),
-                    )
-                })?;
-                last_key = Some((key, d));
-                d
-            }
-        };
-        let field = nf.value(row);
-        if document_concepts.last().is_none_or(|(f, _)| f != field) {
-            document_concepts.push((field.to_owned(), Vec::new()));
-        }
-        let c = lookup(dc.value(row), &path, row)?;
-        if let Some((_, rows)) = document_concepts.last_mut() {
-            rows.push((d, c));
-        }
-    }
-    Ok(VocabularyTables {
-        concept_ids,
-        preferred_terms,
-        synonyms,
-        concept_index,
-        edges,
-        document_concepts,
-    })
+        },
+        terms,
+    ))
 }
 
 #[cfg(test)]
@@ -1149,7 +1147,8 @@ mod tests {
                 .map(|c| ConceptRow {
                     concept_id: (*c).into(),
                     preferred_term: format!("term {c}"),
-                    synonyms: vec![],
+                    // Shared and case-varied synonyms, so keys name several concepts.
+                    synonyms: vec!["Shared  TERM".into(), format!("TERM {c}"), c.to_lowercase()],
                 })
                 .collect(),
             document_concepts: rows
@@ -1181,12 +1180,40 @@ mod tests {
             .enumerate()
             .map(|(i, k)| ((*k).to_owned(), i as u32))
             .collect();
-        let vocabulary =
-            read_vocabulary(&run, Some(&run_id), &|k: &str| docs.get(k).copied(), true).unwrap();
-        let built = concept_index::ConceptIndex::build(&vocabulary);
+        let (vocabulary, terms) =
+            read_vocabulary(&run, &snap.manifest, &|k: &str| docs.get(k).copied(), true).unwrap();
+        // The term index and concept rows mapped from the run are those read from
+        // concepts.parquet and indexed at open (the way of runs without the mapped files).
+        let mut parquet_only = snap.manifest.clone();
+        parquet_only
+            .files
+            .retain(|f| f.name != mapped::concepts::FILE && f.name != mapped::terms::FILE);
+        let (from_parquet, built_terms) =
+            read_vocabulary(&run, &parquet_only, &|k: &str| docs.get(k).copied(), false).unwrap();
+        assert_eq!(terms.len(), 7, "3 preferred terms, 3 ids, 1 shared synonym");
+        assert_eq!(snap.concept_index.resolve_term("shared term"), &[0, 1, 2]);
+        assert_eq!(snap.concept_index.resolve_term("Term C2"), &[1]);
+        assert_eq!(terms.len(), built_terms.len());
+        for k in 0..terms.len() {
+            assert_eq!(terms.keys.get(k), built_terms.keys.get(k));
+            assert_eq!(terms.concepts.row(k), built_terms.concepts.row(k));
+        }
+        assert_eq!(vocabulary.concepts.len(), from_parquet.concepts.len());
+        for c in 0..vocabulary.concepts.len() {
+            assert_eq!(
+                vocabulary.concepts.ids.get(c),
+                from_parquet.concepts.ids.get(c)
+            );
+            assert_eq!(
+                vocabulary.concepts.preferred_terms.get(c),
+                from_parquet.concepts.preferred_terms.get(c)
+            );
+        }
+        assert_eq!(vocabulary.edges, from_parquet.edges);
+        let built = concept_index::ConceptIndex::build(&vocabulary, terms);
         assert_eq!(snap.concept_index.postings, built.postings);
         assert_eq!(snap.concept_index.linked, built.linked);
-        let c1 = vocabulary.concept_index["C1"];
+        let c1 = vocabulary.concepts.row("C1").unwrap();
         let set: Vec<u32> = snap.concept_index.postings["concept"][&c1].iter().collect();
         assert_eq!(set, vec![0, 2]);
         let linked: Vec<u32> = snap.concept_index.linked["mesh"].iter().collect();
@@ -1215,7 +1242,7 @@ mod tests {
         .unwrap();
         w.write(&b).unwrap();
         w.finish().unwrap();
-        let err = read_concept_postings(&bad, &vocabulary.concept_index, 4).unwrap_err();
+        let err = read_concept_postings(&bad, &vocabulary.concepts, 4).unwrap_err();
         assert!(
             err.to_string().contains("row 0") && err.to_string().contains("out of range"),
             "{err}"

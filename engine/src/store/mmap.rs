@@ -41,6 +41,8 @@ pub fn map_file(path: &Path) -> Result<Buffer> {
 /// [`EngineError::Corrupt`] naming `path` when the bytes are not a complete IPC file.
 pub fn decode_ipc_file(path: &Path, buffer: &Buffer) -> Result<Vec<RecordBatch>> {
     let corrupt = |reason: String| EngineError::corrupt(path, reason);
+    let undecodable =
+        |what: &str, e: arrow_schema::ArrowError| EngineError::corrupt_because(path, what, e);
     if buffer.len() < 10 + 8 {
         return Err(corrupt(format!(
             "{} bytes is too short for an Arrow IPC file",
@@ -51,7 +53,7 @@ pub fn decode_ipc_file(path: &Path, buffer: &Buffer) -> Result<Vec<RecordBatch>>
     let trailer: [u8; 10] = buffer[trailer_start..]
         .try_into()
         .map_err(|_| corrupt("cannot read the IPC trailer".into()))?;
-    let footer_len = read_footer_length(trailer).map_err(|e| corrupt(e.to_string()))?;
+    let footer_len = read_footer_length(trailer).map_err(|e| undecodable("IPC trailer", e))?;
     if footer_len > trailer_start {
         return Err(corrupt("IPC footer length exceeds the file".into()));
     }
@@ -60,7 +62,7 @@ pub fn decode_ipc_file(path: &Path, buffer: &Buffer) -> Result<Vec<RecordBatch>>
     let schema = footer
         .schema()
         .ok_or_else(|| corrupt("IPC footer has no schema".into()))?;
-    let schema = try_fb_to_schema(schema).map_err(|e| corrupt(format!("IPC schema: {e}")))?;
+    let schema = try_fb_to_schema(schema).map_err(|e| undecodable("IPC schema", e))?;
     let mut decoder = FileDecoder::new(Arc::new(schema), footer.version());
     for block in footer.dictionaries().iter().flatten() {
         let len = block.bodyLength() as usize + block.metaDataLength() as usize;
@@ -71,7 +73,7 @@ pub fn decode_ipc_file(path: &Path, buffer: &Buffer) -> Result<Vec<RecordBatch>>
         }
         decoder
             .read_dictionary(block, &buffer.slice_with_length(start, len))
-            .map_err(|e| corrupt(e.to_string()))?;
+            .map_err(|e| undecodable("IPC dictionary", e))?;
     }
     let mut batches = Vec::new();
     for block in footer.recordBatches().iter().flatten() {
@@ -83,7 +85,7 @@ pub fn decode_ipc_file(path: &Path, buffer: &Buffer) -> Result<Vec<RecordBatch>>
         }
         if let Some(batch) = decoder
             .read_record_batch(block, &buffer.slice_with_length(start, len))
-            .map_err(|e| corrupt(e.to_string()))?
+            .map_err(|e| undecodable("IPC record batch", e))?
         {
             batches.push(batch);
         }

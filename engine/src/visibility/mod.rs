@@ -173,10 +173,7 @@ impl VisibilityStore {
     }
 
     fn open_writable(path: &Path) -> Result<Self> {
-        let err = |e: rusqlite::Error| EngineError::Visibility {
-            path: path.to_owned(),
-            source: e,
-        };
+        let err = |e: rusqlite::Error| EngineError::visibility(path.to_owned(), e);
         if let Some(parent) = path.parent() {
             std::fs::create_dir_all(parent).map_err(|e| EngineError::io(parent, e))?;
         }
@@ -206,10 +203,7 @@ impl VisibilityStore {
     }
 
     fn err(&self, e: rusqlite::Error) -> EngineError {
-        EngineError::Visibility {
-            path: self.path.clone(),
-            source: e,
-        }
+        EngineError::visibility(self.path.clone(), e)
     }
 
     /// The change counter: it moves with every committed change, from any process.
@@ -248,10 +242,7 @@ impl VisibilityStore {
         let tx = self
             .conn
             .transaction()
-            .map_err(|e| EngineError::Visibility {
-                path: self.path.clone(),
-                source: e,
-            })?;
+            .map_err(|e| EngineError::visibility(self.path.clone(), e))?;
         tx.execute(
             "INSERT INTO flags (target, key, state, changed_at, reason) VALUES (?1, ?2, ?3, ?4, ?5)
              ON CONFLICT (target, key) DO UPDATE SET state = ?3, changed_at = ?4, reason = ?5",
@@ -264,10 +255,7 @@ impl VisibilityStore {
             )
         })
         .and_then(|_| tx.commit())
-        .map_err(|e| EngineError::Visibility {
-            path: self.path.clone(),
-            source: e,
-        })?;
+        .map_err(|e| EngineError::visibility(self.path.clone(), e))?;
         Ok(())
     }
 

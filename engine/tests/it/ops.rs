@@ -100,6 +100,46 @@ fn reload_swaps_runs_and_queries_in_flight_finish_on_the_old_one() {
     assert_eq!(aspirin_documents(&engine), vec!["doc-b".to_owned()]);
 }
 
+/// Lines of this process's memory map naming a file under `dir`.
+#[cfg(target_os = "linux")]
+fn mappings_under(dir: &Path) -> usize {
+    let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
+    let dir = dir.to_str().unwrap();
+    maps.lines().filter(|l| l.contains(dir)).count()
+}
+
+/// The old run's files stay mapped while a query holds it and are unmapped when that query
+/// ends: a swapped-out run costs no memory once nobody reads it.
+#[cfg(target_os = "linux")]
+#[test]
+fn the_old_runs_memory_is_released_when_its_last_query_ends() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = run_with(dir.path(), "doc-a");
+    let engine = Engine::open(dir.path(), EngineConfig::default()).unwrap();
+    // Answer a query of each kind, so every lazily opened part of run a is open too.
+    assert!(passage_text(&engine, "doc-a#0").is_some());
+    assert_eq!(aspirin_documents(&engine), vec!["doc-a".to_owned()]);
+    let old = run_dir(dir.path(), &a);
+    assert!(mappings_under(&old) > 0, "run a's column files are mapped");
+    let in_flight = engine.view().unwrap();
+
+    let b = run_with(dir.path(), "doc-b");
+    assert!(engine.reload().unwrap());
+    assert_eq!(engine.run_id().as_deref(), Some(b.as_str()));
+    assert!(
+        mappings_under(&old) > 0,
+        "a query in flight keeps run a mapped"
+    );
+    assert_eq!(in_flight.snapshot().unwrap().run_id(), a);
+    drop(in_flight);
+    assert_eq!(
+        mappings_under(&old),
+        0,
+        "run a is unmapped once its last query ends"
+    );
+    assert!(mappings_under(&run_dir(dir.path(), &b)) > 0);
+}
+
 #[test]
 fn watcher_serves_a_new_run_and_refuses_a_damaged_one() {
     let dir = tempfile::tempdir().unwrap();
@@ -126,9 +166,9 @@ fn watcher_serves_a_new_run_and_refuses_a_damaged_one() {
     });
     let refused = engine.last_refused().unwrap();
     assert!(
-        refused.reason.contains("passages.parquet") && refused.reason.contains("checksum"),
+        refused.reason().contains("passages.parquet") && refused.reason().contains("checksum"),
         "{}",
-        refused.reason
+        refused.reason()
     );
     assert_eq!(engine.run_id().as_deref(), Some(b.as_str()));
     assert!(passage_text(&engine, "doc-b#0").is_some());
@@ -198,7 +238,10 @@ fn refused_with_previous_kept(file: &str, damage: fn(&Path)) -> String {
     let path = run_dir(dir.path(), &b).join(file);
     damage(&path);
     let err = engine.reload().unwrap_err();
-    let EngineError::Corrupt { path: at, reason } = &err else {
+    let EngineError::Corrupt {
+        path: at, reason, ..
+    } = &err
+    else {
         panic!("{file}: expected Corrupt, got {err:?}");
     };
     assert_eq!(at, &path, "{file}: {err}");

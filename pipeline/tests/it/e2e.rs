@@ -97,6 +97,8 @@ fn run_publishes_a_valid_snapshot_and_answers() {
         "passages.arrow",
         "entities.arrow",
         "communities.arrow",
+        "concepts.arrow",
+        "terms.arrow",
         "text_index/meta.json",
     ] {
         assert!(

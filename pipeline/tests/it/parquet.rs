@@ -180,6 +180,11 @@ fn documented(file: &str, dim: usize) -> Vec<(&'static str, DataType)> {
             ("members", list_of(UInt32)),
             ("report_sources", list_of(UInt32)),
         ],
+        "concepts.arrow" => vec![
+            ("concept_id", DataType::Binary),
+            ("preferred_term", DataType::Binary),
+        ],
+        "terms.arrow" => vec![("term", DataType::Binary), ("concepts", list_of(UInt32))],
         other => panic!("{other} is not documented in README.md's snapshot table"),
     }
 }
@@ -190,6 +195,8 @@ const MAPPED: &[&str] = &[
     "passages.arrow",
     "entities.arrow",
     "communities.arrow",
+    "concepts.arrow",
+    "terms.arrow",
 ];
 
 /// Opens every table file of the run in `dir` and checks it against the README,
@@ -343,9 +350,11 @@ fn assert_all_tables(checked: &[String], with_postings: bool) {
             "report_sources.parquet",
             "text_embeddings.arrow",
             "communities.arrow",
+            "concepts.arrow",
             "documents.arrow",
             "entities.arrow",
             "passages.arrow",
+            "terms.arrow",
         ]);
         want.sort_unstable();
     }

@@ -460,7 +460,7 @@ fn a_hidden_passage_no_longer_finds_its_document_by_its_own_concepts_or_words() 
     }
     let (d, p, only, stays, word) = found.expect("the fixture has such a passage");
     let key = snap.document(d).key().to_owned();
-    let id = |c: u32| snap.vocabulary.concept_ids[c as usize].clone();
+    let id = |c: u32| snap.vocabulary.concepts.ids.get(c as usize).to_owned();
     let docs_of = |req: &ConceptRequest| -> Vec<String> {
         let mut req = req.clone();
         req.sample = 1000;

@@ -12,6 +12,8 @@
 //! | [`passages`] | one per passage, in `passages.parquet` order | document row, position, text |
 //! | [`entities`] | one per entity, by `entity_id` | concept id, name, degree, passage rows mentioning it |
 //! | [`communities`] | one per community, in `communities.parquet` order | public id, level, parent row, member entities, quoted passage rows |
+//! | [`concepts`] | one per vocabulary concept, in `concepts.parquet` order | concept id, preferred term |
+//! | [`terms`] | one per distinct term key, ascending | key, concept rows it names |
 //!
 //! **Layout.** Each file holds record batches of exactly [`BATCH_ROWS`] rows (the last may be
 //! shorter), so row `i` is row `i % BATCH_ROWS` of batch `i / BATCH_ROWS`, found without an
@@ -34,9 +36,11 @@
 //! ([`Verify::Checksums`](super::Verify::Checksums)) catch that.
 
 pub mod communities;
+pub mod concepts;
 pub mod documents;
 pub mod entities;
 pub mod passages;
+pub mod terms;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -285,6 +289,12 @@ impl Strings {
     /// Over an in-memory string array (read from Parquet), without copying its bytes.
     pub(crate) fn from_utf8_array(a: &arrow_array::StringArray) -> Self {
         Self(Chunked::single(a.len(), BinaryArray::from(a.clone())))
+    }
+
+    /// Over `values`, copied into one in-memory array (for columns built at open).
+    pub(crate) fn from_values<'s>(values: impl IntoIterator<Item = &'s str>) -> Self {
+        let a = BinaryArray::from_iter_values(values.into_iter().map(str::as_bytes));
+        Self(Chunked::single(a.len(), a))
     }
 
     /// Number of rows.
