@@ -44,6 +44,29 @@ pub struct EngineConfig {
     pub model_path: Option<PathBuf>,
 }
 
+/// Releases a swapped-out run off the query path: the last query holding it would otherwise
+/// pay for unmapping its files and freeing its indexes when its answer is done (milliseconds
+/// for a large run). A thread waits until nothing else holds the run, polling every 2 ms,
+/// then drops it; if no thread can be started the run is dropped by its last holder, as any
+/// `Arc`.
+fn retire(old: Arc<Snapshot>) {
+    let spawned = std::thread::Builder::new()
+        .name("agrag-retire".into())
+        .spawn({
+            let old = Arc::clone(&old);
+            move || {
+                while Arc::strong_count(&old) > 1 {
+                    std::thread::sleep(std::time::Duration::from_millis(2));
+                }
+                drop(old);
+            }
+        });
+    drop(old);
+    if let Err(e) = spawned {
+        tracing::debug!("no thread to release the old run: {e}");
+    }
+}
+
 /// A run that [`Engine::reload`] refused: its id and the error that refused it, which names
 /// the file at fault and keeps its causes.
 #[derive(Debug, Clone)]
@@ -137,7 +160,9 @@ impl Engine {
             if let Ok(mut r) = self.refused.lock() {
                 *r = None;
             }
-            self.snapshot.store(Some(Arc::new(snap)));
+            if let Some(old) = self.snapshot.swap(Some(Arc::new(snap))) {
+                retire(old);
+            }
             // The query embedder is kept: it is rebuilt only when a run needs another model
             // or dimension (see `QueryEmbedder::for_run`).
             Ok(true)

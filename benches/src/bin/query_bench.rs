@@ -959,11 +959,19 @@ fn hot_swap(root: &Path, n: usize, per_community: usize, swaps: usize) {
     let old_dir = layout.run_dir(&served);
     let held = mapped_files_under(&old_dir);
     drop(in_flight);
-    let released = mapped_files_under(&old_dir);
+    // The engine releases a swapped-out run from a thread of its own once the last query
+    // holding it ends: wait up to a second for it.
+    let ended = Instant::now();
+    let mut released = mapped_files_under(&old_dir);
+    while released.is_some_and(|n| n > 0) && ended.elapsed() < Duration::from_secs(1) {
+        std::thread::sleep(Duration::from_millis(1));
+        released = mapped_files_under(&old_dir);
+    }
     println!(
-        "\nOld run's mappings in /proc/self/maps: {} while a query holds it, {} after that query ends.",
+        "\nOld run's mappings in /proc/self/maps: {} while a query holds it, {} {:.1} ms after that query ends.",
         held.map_or("n/a".into(), |v| v.to_string()),
         released.map_or("n/a".into(), |v| v.to_string()),
+        ended.elapsed().as_secs_f64() * 1e3
     );
     println!("\nTargets:\n");
     for (verify_name, wall_max, cpu_max) in verdicts {
