@@ -94,6 +94,8 @@ MAPPED = {
                           ("report_sources", LIST_U32, "UINTEGER[]")],
     "concepts.arrow": [("concept_id", BIN, "BLOB"), ("preferred_term", BIN, "BLOB")],
     "terms.arrow": [("term", BIN, "BLOB"), ("concepts", LIST_U32, "UINTEGER[]")],
+    "concept_edges.arrow": [("child", U32, "UINTEGER"), ("parent", U32, "UINTEGER"),
+                            ("relation", BIN, "BLOB")],
 }
 
 ACCELERATORS = ("concept_postings", "report_ivf_centroids", "report_ivf_lists", "text_embeddings")

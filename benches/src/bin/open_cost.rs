@@ -13,7 +13,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Instant;
 
-use agrag_benches::common::{XorShift, synthetic_run};
+use agrag_benches::common::{XorShift, synthetic_run_with_passages};
 use agrag_benches::measure::rss_bytes;
 use agrag_engine::embed::{Embedder, HashEmbedder};
 use agrag_engine::format::{Layout, Manifest, Verify, new_run_id, write_run};
@@ -38,6 +38,9 @@ struct Cli {
     /// with `agrag-engine --root DIR/n<documents>` afterwards.
     #[arg(long, value_name = "DIR")]
     keep: Option<std::path::PathBuf>,
+    /// Passages per document of the synthetic runs (10 with 10⁶ documents: 10⁷ passages).
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    passages_per_document: u32,
 }
 
 const MIB: f64 = (1u64 << 20) as f64;
@@ -91,15 +94,20 @@ fn main() {
     let temp = tempfile::tempdir().expect("temp dir");
     let dir = cli.keep.clone().unwrap_or_else(|| temp.path().to_owned());
     println!(
-        "| documents | rows (all tables) | run MiB | verify | open ms | ms per million rows | RSS after open MiB | RSS growth MiB |"
+        "| documents | passages | rows (all tables) | run MiB | verify | open ms | ms per million rows | RSS after open MiB | RSS growth MiB |"
     );
-    println!("|---:|---:|---:|---|---:|---:|---:|---:|");
+    println!("|---:|---:|---:|---:|---|---:|---:|---:|---:|");
     // (documents, open ms, RSS after open MiB) of the runs the targets judge.
     let mut targets: Vec<(usize, f64, f64)> = Vec::new();
     for n in sizes {
         let root = dir.join(format!("n{n}"));
         let embedder = HashEmbedder::default();
-        let data = synthetic_run(n, embedder.identity().dim, &mut XorShift::new(n as u64));
+        let data = synthetic_run_with_passages(
+            n,
+            cli.passages_per_document as usize,
+            embedder.identity().dim,
+            &mut XorShift::new(n as u64),
+        );
         let run_id = new_run_id();
         let layout = Layout::new(&root);
         let manifest: Manifest = write_run(
@@ -146,7 +154,8 @@ fn main() {
                 targets.push((n, ms, median(after.clone())));
             }
             println!(
-                "| {n} | {rows} | {:.1} | {verify} | {ms:.0} | {:.0} | {:.0} | {:.0} |",
+                "| {n} | {} | {rows} | {:.1} | {verify} | {ms:.0} | {:.0} | {:.0} | {:.0} |",
+                n * cli.passages_per_document as usize,
                 bytes as f64 / MIB,
                 ms / (rows as f64 / 1e6),
                 median(after),

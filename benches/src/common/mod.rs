@@ -87,6 +87,21 @@ pub fn synthetic_run(
     dim: usize,
     rng: &mut XorShift,
 ) -> agrag_engine::format::RunData {
+    synthetic_run_with_passages(num_documents, 3, dim, rng)
+}
+
+/// [`synthetic_run`] with `passages_per_document` passages per document instead of 3 (the
+/// same run for 3), to reach 10⁷ passages without 3.3 × 10⁶ documents' embeddings.
+///
+/// # Panics
+/// When `num_documents` is not a positive multiple of 10 or `passages_per_document` is 0.
+#[track_caller]
+pub fn synthetic_run_with_passages(
+    num_documents: usize,
+    passages_per_document: usize,
+    dim: usize,
+    rng: &mut XorShift,
+) -> agrag_engine::format::RunData {
     use agrag_engine::format::tables::{
         CommunityRow, ConceptRow, DocumentRow, EntityRow, MembershipRow, PassageRow, ReportRow,
     };
@@ -95,7 +110,12 @@ pub fn synthetic_run(
         "num_documents must be a positive multiple of 10"
     );
     let key = |d: usize| format!("doc{d:09}");
-    let num_passages = 3 * num_documents;
+    assert!(
+        passages_per_document > 0,
+        "passages_per_document must be positive"
+    );
+    let ppd = passages_per_document;
+    let num_passages = ppd * num_documents;
     let num_entities = num_documents / 2;
     let mut unit = |n: usize| -> Vec<f32> {
         (0..n)
@@ -116,18 +136,18 @@ pub fn synthetic_run(
                 key: key(d),
                 title: format!("title of document {d}"),
                 year: Some(2000 + (d % 25) as i32),
-                num_passages: 3,
+                num_passages: ppd as u32,
                 linked: true,
             })
             .collect(),
         passages: (0..num_passages)
             .map(|p| PassageRow {
-                passage_id: format!("{}#{}", key(p / 3), p % 3),
-                document_key: key(p / 3),
-                position: (p % 3) as u32,
+                passage_id: format!("{}#{}", key(p / ppd), p % ppd),
+                document_key: key(p / ppd),
+                position: (p % ppd) as u32,
                 text: format!(
                     "passage {p} of document {} on topic {} with some words of text",
-                    p / 3,
+                    p / ppd,
                     p % 97
                 ),
             })
@@ -165,7 +185,7 @@ pub fn synthetic_run(
         let mut passages: Vec<String> = (0..24)
             .map(|_| {
                 let p = rng.below(num_passages as u64) as usize;
-                format!("{}#{}", key(p / 3), p % 3)
+                format!("{}#{}", key(p / ppd), p % ppd)
             })
             .collect();
         passages.sort();

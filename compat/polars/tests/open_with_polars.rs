@@ -135,6 +135,7 @@ fn documented(table: &str, dim: usize) -> Vec<(&'static str, DataType)> {
         ],
         "concepts.arrow" => vec![("concept_id", Binary), ("preferred_term", Binary)],
         "terms.arrow" => vec![("term", Binary), ("concepts", list(UInt32))],
+        "concept_edges.arrow" => vec![("child", UInt32), ("parent", UInt32), ("relation", Binary)],
         "report_ivf_centroids" => vec![("list_id", UInt32), ("centroid", array(Float32))],
         "report_ivf_lists" => vec![
             ("list_id", UInt32),
@@ -236,6 +237,7 @@ const MAPPED: &[&str] = &[
     "communities.arrow",
     "concepts.arrow",
     "terms.arrow",
+    "concept_edges.arrow",
 ];
 
 /// The tables every run of every format version holds.

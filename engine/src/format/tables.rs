@@ -763,6 +763,25 @@ pub fn write_run_columns_into<'a>(
 
     concept_edges.sort_by(|a, b| (rk(a.0), rk(a.1), a.2).cmp(&(rk(b.0), rk(b.1), b.2)));
     concept_edges.dedup_by(|a, b| (rk(a.0), rk(a.1), a.2) == (rk(b.0), rk(b.1), b.2));
+    // The hierarchy by concept rows, for the engine (same edges, same order).
+    let mut row_of = vec![u32::MAX; num_concepts];
+    for (r, &c) in concepts.iter().enumerate() {
+        row_of[c as usize] = r as u32;
+    }
+    if let Some(e) = concept_edges
+        .iter()
+        .find(|e| row_of[e.0 as usize] == u32::MAX || row_of[e.1 as usize] == u32::MAX)
+    {
+        return Err(inconsistent(format!(
+            "concept edge {:?} -> {:?} names a concept that concepts.parquet lacks",
+            l.concept_id(e.0),
+            l.concept_id(e.1)
+        )));
+    }
+    super::mapped::concept_edges::write(&mut w, concept_edges.len(), |r| {
+        let e = &concept_edges[r];
+        (row_of[e.0 as usize], row_of[e.1 as usize], e.2)
+    })?;
     let schema = concept_edges::schema();
     w.write_parquet_batches(
         concept_edges::FILE,
@@ -1650,6 +1669,7 @@ mod tests {
         let expected: &[&str] = &[
             "communities.arrow 3 9d3f9d229a7149f0e850b51b6898651864f8e8b6e97ab1b7accbe9a348fcc613",
             "communities.parquet 3 84cbfcd52cb940a60ae2f69ae92b8f2ca215e5f9dfcab83fb4512796708530e9",
+            "concept_edges.arrow 3 b2847bb6979add1ea92331631cab1f46305419bdb5c2faec47eaea8d9f65fabf",
             "concept_edges.parquet 3 ce0eaf3ac9ba9e95f2cb2a554bbecd2195e62d2236ca92aa5c874e7377f6ba04",
             "concept_evidence.parquet 24 3c3b523d1f69319661255be1a4b678aed5621331828ddca932c8560c92d14c80",
             "concept_postings.arrow 7 9f1b7b1647258ad5b831d0a6a65f8d63aedbb16e5026f4096d4f99c65b1df0b0",

@@ -1036,19 +1036,28 @@ fn read_vocabulary(
             )
         })
     };
-    let path = dir.join(concept_edges::FILE);
-    let b = read_parquet(&path, &concept_edges::schema(), run_id)?;
-    let child = column_no_nulls::<arrow_array::StringArray>(&b, concept_edges::CHILD, &path)?;
-    let parent = column_no_nulls::<arrow_array::StringArray>(&b, concept_edges::PARENT, &path)?;
-    let rel = column_no_nulls::<arrow_array::StringArray>(&b, concept_edges::RELATION, &path)?;
-    let mut edges = Vec::with_capacity(b.num_rows());
-    for row in 0..b.num_rows() {
-        edges.push((
-            lookup(child.value(row), &path, row)?,
-            lookup(parent.value(row), &path, row)?,
-            rel.value(row).to_owned(),
-        ));
-    }
+    let edges = if manifest.file(mapped::concept_edges::FILE).is_some() {
+        mapped::concept_edges::read(
+            dir,
+            manifest_rows(dir, manifest, mapped::concept_edges::FILE)?,
+            concepts.len(),
+        )?
+    } else {
+        let path = dir.join(concept_edges::FILE);
+        let b = read_parquet(&path, &concept_edges::schema(), run_id)?;
+        let child = column_no_nulls::<arrow_array::StringArray>(&b, concept_edges::CHILD, &path)?;
+        let parent = column_no_nulls::<arrow_array::StringArray>(&b, concept_edges::PARENT, &path)?;
+        let rel = column_no_nulls::<arrow_array::StringArray>(&b, concept_edges::RELATION, &path)?;
+        let mut edges = Vec::with_capacity(b.num_rows());
+        for row in 0..b.num_rows() {
+            edges.push((
+                lookup(child.value(row), &path, row)?,
+                lookup(parent.value(row), &path, row)?,
+                rel.value(row).to_owned(),
+            ));
+        }
+        edges
+    };
     let mut document_concepts: Vec<(String, Vec<(u32, u32)>)> = Vec::new();
     if with_document_concepts {
         let path = dir.join(document_concepts::FILE);
@@ -1155,6 +1164,10 @@ mod tests {
                 .iter()
                 .map(|(f, d, c)| ((*f).into(), (*d).into(), (*c).into()))
                 .collect(),
+            concept_edges: [("C3", "C1", "subclass_of"), ("C2", "C1", "part_of")]
+                .iter()
+                .map(|(c, p, r)| ((*c).into(), (*p).into(), (*r).into()))
+                .collect(),
             document_embeddings: keys
                 .iter()
                 .flat_map(|k| embedder.embed(k).unwrap())
@@ -1187,7 +1200,7 @@ mod tests {
         let mut parquet_only = snap.manifest.clone();
         parquet_only
             .files
-            .retain(|f| f.name != mapped::concepts::FILE && f.name != mapped::terms::FILE);
+            .retain(|f| !f.name.ends_with(".arrow") || f.name == concept_postings::FILE);
         let (from_parquet, built_terms) =
             read_vocabulary(&run, &parquet_only, &|k: &str| docs.get(k).copied(), false).unwrap();
         assert_eq!(terms.len(), 7, "3 preferred terms, 3 ids, 1 shared synonym");
@@ -1209,6 +1222,7 @@ mod tests {
                 from_parquet.concepts.preferred_terms.get(c)
             );
         }
+        assert_eq!(vocabulary.edges.len(), 2);
         assert_eq!(vocabulary.edges, from_parquet.edges);
         let built = concept_index::ConceptIndex::build(&vocabulary, terms);
         assert_eq!(snap.concept_index.postings, built.postings);

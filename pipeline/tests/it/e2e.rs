@@ -99,6 +99,7 @@ fn run_publishes_a_valid_snapshot_and_answers() {
         "communities.arrow",
         "concepts.arrow",
         "terms.arrow",
+        "concept_edges.arrow",
         "text_index/meta.json",
     ] {
         assert!(

@@ -185,6 +185,11 @@ fn documented(file: &str, dim: usize) -> Vec<(&'static str, DataType)> {
             ("preferred_term", DataType::Binary),
         ],
         "terms.arrow" => vec![("term", DataType::Binary), ("concepts", list_of(UInt32))],
+        "concept_edges.arrow" => vec![
+            ("child", UInt32),
+            ("parent", UInt32),
+            ("relation", DataType::Binary),
+        ],
         other => panic!("{other} is not documented in README.md's snapshot table"),
     }
 }
@@ -197,6 +202,7 @@ const MAPPED: &[&str] = &[
     "communities.arrow",
     "concepts.arrow",
     "terms.arrow",
+    "concept_edges.arrow",
 ];
 
 /// Opens every table file of the run in `dir` and checks it against the README,
@@ -350,6 +356,7 @@ fn assert_all_tables(checked: &[String], with_postings: bool) {
             "report_sources.parquet",
             "text_embeddings.arrow",
             "communities.arrow",
+            "concept_edges.arrow",
             "concepts.arrow",
             "documents.arrow",
             "entities.arrow",

@@ -13,6 +13,7 @@
 //! | [`entities`] | one per entity, by `entity_id` | concept id, name, degree, passage rows mentioning it |
 //! | [`communities`] | one per community, in `communities.parquet` order | public id, level, parent row, member entities, quoted passage rows |
 //! | [`concepts`] | one per vocabulary concept, in `concepts.parquet` order | concept id, preferred term |
+//! | [`concept_edges`] | one per hierarchy edge, as `concept_edges.parquet` | child and parent concept rows, relation |
 //! | [`terms`] | one per distinct term key, ascending | key, concept rows it names |
 //!
 //! **Layout.** Each file holds record batches of exactly [`BATCH_ROWS`] rows (the last may be
@@ -36,6 +37,7 @@
 //! ([`Verify::Checksums`](super::Verify::Checksums)) catch that.
 
 pub mod communities;
+pub mod concept_edges;
 pub mod concepts;
 pub mod documents;
 pub mod entities;
