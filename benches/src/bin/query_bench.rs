@@ -79,6 +79,21 @@ fn timed<F: FnMut(usize)>(n: usize, mut f: F) -> Latency {
     }
 }
 
+/// The theme search every latency row times: `vector` given (built-in embedder's model), all
+/// documents, limit 5, support_limit 3.
+fn vector_request(vector: &[f32]) -> ThemeRequest {
+    ThemeRequest {
+        query: QueryInput::Vector {
+            model: HASH_MODEL.into(),
+            vector: vector.to_vec(),
+        },
+        scope: Scope::All,
+        limit: 5,
+        support_limit: 3,
+        timeout: None,
+    }
+}
+
 fn random_unit(rng: &mut XorShift, dim: usize) -> Vec<f32> {
     let mut v: Vec<f32> = (0..dim)
         .map(|_| (rng.below(2_000_001) as f32 / 1e6) - 1.0)
@@ -337,16 +352,7 @@ fn themes(
             };
             for &(e, mode) in modes {
                 let lat = timed(queries, |i| {
-                    let req = ThemeRequest {
-                        query: QueryInput::Vector {
-                            model: HASH_MODEL.into(),
-                            vector: vectors[i % vectors.len()].clone(),
-                        },
-                        scope: Scope::All,
-                        limit: 5,
-                        support_limit: 3,
-                        timeout: None,
-                    };
+                    let req = vector_request(&vectors[i % vectors.len()]);
                     let a = e.search_themes(&req).expect("search");
                     assert!(!a.themes.is_empty());
                 });
@@ -459,16 +465,7 @@ fn probe_sweep(dir: &Path, n: usize, vectors: &[Vec<f32>], rounds: usize) -> Vec
     for _ in 0..rounds {
         for (e, l) in engines.iter().zip(&mut lat) {
             l.push(timed(vectors.len(), |i| {
-                let req = ThemeRequest {
-                    query: QueryInput::Vector {
-                        model: HASH_MODEL.into(),
-                        vector: vectors[i].clone(),
-                    },
-                    scope: Scope::All,
-                    limit: 5,
-                    support_limit: 3,
-                    timeout: None,
-                };
+                let req = vector_request(&vectors[i]);
                 assert!(!e.search_themes(&req).expect("search").themes.is_empty());
             }));
         }
@@ -853,16 +850,7 @@ fn hot_swap(root: &Path, n: usize, per_community: usize, swaps: usize) {
                     let mut mine = Vec::new();
                     let mut i = t;
                     while !stop.load(Ordering::Relaxed) {
-                        let req = ThemeRequest {
-                            query: QueryInput::Vector {
-                                model: HASH_MODEL.into(),
-                                vector: vectors[i % vectors.len()].clone(),
-                            },
-                            scope: Scope::All,
-                            limit: 5,
-                            support_limit: 3,
-                            timeout: None,
-                        };
+                        let req = vector_request(&vectors[i % vectors.len()]);
                         let c = cpu_time::ThreadTime::now();
                         let start = Instant::now();
                         let a = engine.search_themes(&req).expect("search");
