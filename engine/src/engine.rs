@@ -47,21 +47,16 @@ pub struct EngineConfig {
 /// Releases a swapped-out run off the query path: the last query holding it would otherwise
 /// pay for unmapping its files and freeing its indexes when its answer is done (milliseconds
 /// for a large run). A thread waits until nothing else holds the run, polling every 2 ms,
-/// then drops it; if no thread can be started the run is dropped by its last holder, as any
-/// `Arc`.
+/// then drops it; if no thread can be started the closure, and with it this reference, is
+/// dropped at once, and the run goes with its last holder, as any `Arc`.
 fn retire(old: Arc<Snapshot>) {
     let spawned = std::thread::Builder::new()
         .name("agrag-retire".into())
-        .spawn({
-            let old = Arc::clone(&old);
-            move || {
-                while Arc::strong_count(&old) > 1 {
-                    std::thread::sleep(std::time::Duration::from_millis(2));
-                }
-                drop(old);
+        .spawn(move || {
+            while Arc::strong_count(&old) > 1 {
+                std::thread::sleep(std::time::Duration::from_millis(2));
             }
         });
-    drop(old);
     if let Err(e) = spawned {
         tracing::debug!("no thread to release the old run: {e}");
     }

@@ -93,15 +93,11 @@ fn run_publishes_a_valid_snapshot_and_answers() {
         "document_embeddings.parquet",
         "document_embeddings.arrow",
         "text_embeddings.arrow",
-        "documents.arrow",
-        "passages.arrow",
-        "entities.arrow",
-        "communities.arrow",
-        "concepts.arrow",
-        "terms.arrow",
-        "concept_edges.arrow",
         "text_index/meta.json",
-    ] {
+    ]
+    .iter()
+    .chain(crate::parquet::MAPPED)
+    {
         assert!(
             manifest.file(name).is_some(),
             "manifest lacks {name}: {:?}",
