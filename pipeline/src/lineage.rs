@@ -16,7 +16,7 @@ use std::collections::HashMap;
 
 use agrag_engine::format::previous::PreviousRun;
 use agrag_engine::format::schema::community_lineage;
-use agrag_engine::format::tables::{LineageColumns, LineageRow};
+use agrag_engine::format::tables::{LineageColumns, LineageRecord};
 
 use crate::graph::Graph;
 use crate::leiden::{Hierarchy, HierarchyWarmStart, NO_COMMUNITY};
@@ -186,7 +186,7 @@ pub fn assign(
             .iter()
             .zip(&ids)
             .zip(fingerprints)
-            .map(|((c, &id), fingerprint)| LineageRow {
+            .map(|((c, &id), fingerprint)| LineageRecord {
                 community_id: id,
                 level: c.level,
                 event: "new",
@@ -324,7 +324,7 @@ pub fn assign(
                 .map_or(0, |i| pairs[i].1);
             (r, ov)
         });
-        rows.push(LineageRow {
+        rows.push(LineageRecord {
             community_id: ids[c],
             level: comm.level,
             event,
@@ -338,7 +338,7 @@ pub fn assign(
         });
     }
     for r in (0..num_prev).filter(|&r| !inherited[r]) {
-        rows.push(LineageRow {
+        rows.push(LineageRecord {
             community_id: prev.community_ids[r],
             level: prev.community_level[r],
             event: "dissolved",
@@ -515,7 +515,7 @@ mod tests {
         let p = assign(&h, &keys, Some(&prev), 0);
         assert_eq!(p.ids, vec![5, 7, 16, 17, 13]);
         assert_eq!(p.lineage.next_community_id, 18);
-        let by_id: HashMap<(u32, &str), &LineageRow> = p
+        let by_id: HashMap<(u32, &str), &LineageRecord> = p
             .lineage
             .rows
             .iter()

@@ -5,7 +5,7 @@
 
 use agrag_engine::embed::EmbedderIdentity;
 use agrag_engine::format::tables::{
-    CommunityRow, DocumentFields, EntityRow, LineageColumns, MembershipRow, ReportRow,
+    CommunityRecord, DocumentFields, EntityRecord, LineageColumns, MembershipRecord, ReportRecord,
     ReportVectors,
 };
 use agrag_engine::format::{
@@ -166,7 +166,7 @@ pub fn publish(
             .entity_concepts
             .iter()
             .enumerate()
-            .map(|(e, &c)| EntityRow {
+            .map(|(e, &c)| EntityRecord {
                 concept_id: vocab.concepts[c as usize].id.clone(),
                 name: vocab.concepts[c as usize].preferred_term.clone(),
                 num_passages: tables.entity_passages[e].len() as u32,
@@ -177,7 +177,7 @@ pub fn publish(
         relationships: tables.edges,
         communities: comms
             .iter()
-            .map(|c| CommunityRow {
+            .map(|c| CommunityRecord {
                 level: c.level,
                 parent: c.parent,
                 size: c.members.len() as u32,
@@ -190,7 +190,7 @@ pub fn publish(
             .hierarchy
             .membership()
             .into_iter()
-            .map(|r| MembershipRow {
+            .map(|r| MembershipRecord {
                 level: r.level,
                 entity: r.node,
                 community: r.community,
@@ -201,7 +201,7 @@ pub fn publish(
         reports: tables
             .reports
             .iter()
-            .map(|r| ReportRow {
+            .map(|r| ReportRecord {
                 level: r.level,
                 title: r.title.clone(),
                 summary: r.summary.clone(),

@@ -17,7 +17,8 @@ use agrag_benches::measure::rss_bytes;
 use agrag_engine::embed::hash::HASH_MODEL;
 use agrag_engine::embed::{Embedder, HashEmbedder, dot, l2_normalize};
 use agrag_engine::format::tables::{
-    CommunityRow, ConceptRow, DocumentRow, EntityRow, MembershipRow, PassageRow, ReportRow,
+    CommunityRecord, ConceptRecord, DocumentRecord, EntityRecord, MembershipRecord, PassageRecord,
+    ReportRecord,
 };
 use agrag_engine::format::{Layout, RunData, Verify, new_run_id, write_run};
 use agrag_engine::ivf::{CandidateSearch, Probe};
@@ -178,7 +179,7 @@ fn theme_run(
     let doc_key = |d: usize| format!("doc{d:08}");
     let mut data = RunData {
         documents: (0..num_docs)
-            .map(|d| DocumentRow {
+            .map(|d| DocumentRecord {
                 key: doc_key(d),
                 title: format!("document {d}"),
                 year: None,
@@ -187,14 +188,14 @@ fn theme_run(
             })
             .collect(),
         passages: (0..num_passages)
-            .map(|p| PassageRow {
+            .map(|p| PassageRecord {
                 passage_id: format!("{}#{}", doc_key(p / 3), p % 3),
                 document_key: doc_key(p / 3),
                 position: (p % 3) as u32,
                 text: format!("passage {p} about topic {}", p / 5),
             })
             .collect(),
-        concepts: vec![ConceptRow {
+        concepts: vec![ConceptRecord {
             concept_id: "C0".into(),
             preferred_term: "Topic".into(),
             synonyms: vec![],
@@ -204,7 +205,7 @@ fn theme_run(
     for c in 0..n {
         for k in 0..5 {
             let e = (5 * c + k) as u32;
-            data.entities.push(EntityRow {
+            data.entities.push(EntityRecord {
                 concept_id: "C0".into(),
                 name: format!("entity {e}"),
                 num_passages: 2,
@@ -215,7 +216,7 @@ fn theme_run(
                 data.mentions
                     .push((e, format!("{}#{}", doc_key(p / 3), p % 3), 1));
             }
-            data.membership.push(MembershipRow {
+            data.membership.push(MembershipRecord {
                 level: 0,
                 entity: e,
                 community: c as u32,
@@ -223,13 +224,13 @@ fn theme_run(
                 is_leaf: true,
             });
         }
-        data.communities.push(CommunityRow {
+        data.communities.push(CommunityRecord {
             level: 0,
             parent: None,
             size: 5,
             is_leaf: true,
         });
-        data.reports.push(ReportRow {
+        data.reports.push(ReportRecord {
             level: 0,
             title: format!("theme {c}"),
             summary: String::new(),
@@ -536,7 +537,7 @@ fn concepts(root: &Path, num_docs: usize, queries: usize) {
         concepts: vocab
             .concepts
             .iter()
-            .map(|c| ConceptRow {
+            .map(|c| ConceptRecord {
                 concept_id: c.id.clone(),
                 preferred_term: c.preferred_term.clone(),
                 synonyms: c.synonyms.clone(),
@@ -577,7 +578,7 @@ fn concepts(root: &Path, num_docs: usize, queries: usize) {
                 vocab.concepts[*c].id.clone(),
             ));
         }
-        data.documents.push(DocumentRow {
+        data.documents.push(DocumentRecord {
             key,
             title: titles[d % 4].into(),
             year: None,

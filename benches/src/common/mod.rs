@@ -103,7 +103,8 @@ pub fn synthetic_run_with_passages(
     rng: &mut XorShift,
 ) -> agrag_engine::format::RunData {
     use agrag_engine::format::tables::{
-        CommunityRow, ConceptRow, DocumentRow, EntityRow, MembershipRow, PassageRow, ReportRow,
+        CommunityRecord, ConceptRecord, DocumentRecord, EntityRecord, MembershipRecord,
+        PassageRecord, ReportRecord,
     };
     assert!(
         num_documents > 0 && num_documents.is_multiple_of(10),
@@ -132,7 +133,7 @@ pub fn synthetic_run_with_passages(
     let document_embeddings = unit(num_documents);
     let mut data = agrag_engine::format::RunData {
         documents: (0..num_documents)
-            .map(|d| DocumentRow {
+            .map(|d| DocumentRecord {
                 key: key(d),
                 title: format!("title of document {d}"),
                 year: Some(2000 + (d % 25) as i32),
@@ -141,7 +142,7 @@ pub fn synthetic_run_with_passages(
             })
             .collect(),
         passages: (0..num_passages)
-            .map(|p| PassageRow {
+            .map(|p| PassageRecord {
                 passage_id: format!("{}#{}", key(p / ppd), p % ppd),
                 document_key: key(p / ppd),
                 position: (p % ppd) as u32,
@@ -153,7 +154,7 @@ pub fn synthetic_run_with_passages(
             })
             .collect(),
         concepts: (0..1000)
-            .map(|c| ConceptRow {
+            .map(|c| ConceptRecord {
                 concept_id: format!("C{c:05}"),
                 preferred_term: format!("term {c}"),
                 synonyms: vec![format!("synonym {c}")],
@@ -176,7 +177,7 @@ pub fn synthetic_run_with_passages(
         ..Default::default()
     };
     for e in 0..num_entities {
-        data.entities.push(EntityRow {
+        data.entities.push(EntityRecord {
             concept_id: format!("C{:05}", e % 1000),
             name: format!("entity {e}"),
             num_passages: 24,
@@ -193,7 +194,7 @@ pub fn synthetic_run_with_passages(
         for p in passages {
             data.mentions.push((e as u32, p, 1));
         }
-        data.membership.push(MembershipRow {
+        data.membership.push(MembershipRecord {
             level: 0,
             entity: e as u32,
             community: (e / 5) as u32,
@@ -202,13 +203,13 @@ pub fn synthetic_run_with_passages(
         });
     }
     for c in 0..num_documents / 10 {
-        data.communities.push(CommunityRow {
+        data.communities.push(CommunityRecord {
             level: 0,
             parent: None,
             size: 5,
             is_leaf: true,
         });
-        data.reports.push(ReportRow {
+        data.reports.push(ReportRecord {
             level: 0,
             title: format!("theme {c}"),
             summary: format!("summary of theme {c}"),

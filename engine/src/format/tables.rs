@@ -25,7 +25,7 @@ use crate::error::{EngineError, Result};
 
 /// One document. Rows must be sorted by `key` (unique).
 #[derive(Debug, Clone, PartialEq)]
-pub struct DocumentRow {
+pub struct DocumentRecord {
     /// Unique key.
     pub key: String,
     /// Title.
@@ -40,7 +40,7 @@ pub struct DocumentRow {
 
 /// One passage. Rows must be sorted by document key, then position.
 #[derive(Debug, Clone, PartialEq)]
-pub struct PassageRow {
+pub struct PassageRecord {
     /// Stable id `<document_key>#<position>`.
     pub passage_id: String,
     /// Owning document.
@@ -53,7 +53,7 @@ pub struct PassageRow {
 
 /// One vocabulary concept.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ConceptRow {
+pub struct ConceptRecord {
     /// Concept id.
     pub concept_id: String,
     /// Preferred term.
@@ -64,7 +64,7 @@ pub struct ConceptRow {
 
 /// One entity (graph node); its id is its index.
 #[derive(Debug, Clone, PartialEq)]
-pub struct EntityRow {
+pub struct EntityRecord {
     /// The concept it stands for.
     pub concept_id: String,
     /// Display name.
@@ -77,7 +77,7 @@ pub struct EntityRow {
 
 /// One community; its id is its index.
 #[derive(Debug, Clone, PartialEq)]
-pub struct CommunityRow {
+pub struct CommunityRecord {
     /// Level (0 = coarsest).
     pub level: u32,
     /// Parent community.
@@ -92,7 +92,7 @@ pub struct CommunityRow {
 /// communities, or a parent's community the run no longer has. Ids here are public ids
 /// (the run's [`RunColumns::community_ids`], the parent's `community_id`s).
 #[derive(Debug, Clone, PartialEq)]
-pub struct LineageRow {
+pub struct LineageRecord {
     /// The run's community, or for `dissolved` the parent's.
     pub community_id: u32,
     /// Its level.
@@ -123,12 +123,12 @@ pub struct LineageColumns {
     /// Smallest community id no run on this root has used, after this run.
     pub next_community_id: u32,
     /// Rows, any order (written sorted by community id, then event).
-    pub rows: Vec<LineageRow>,
+    pub rows: Vec<LineageRecord>,
 }
 
 /// One membership row.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct MembershipRow {
+pub struct MembershipRecord {
     /// Level.
     pub level: u32,
     /// Entity.
@@ -143,7 +143,7 @@ pub struct MembershipRow {
 
 /// One community report; row `i` belongs to community `i`.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ReportRow {
+pub struct ReportRecord {
     /// Level of the community.
     pub level: u32,
     /// Title.
@@ -162,11 +162,11 @@ pub struct ReportRow {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct RunData {
     /// Documents, sorted by key.
-    pub documents: Vec<DocumentRow>,
+    pub documents: Vec<DocumentRecord>,
     /// Passages, sorted by document key then position.
-    pub passages: Vec<PassageRow>,
+    pub passages: Vec<PassageRecord>,
     /// The vocabulary (any order; written sorted by id).
-    pub concepts: Vec<ConceptRow>,
+    pub concepts: Vec<ConceptRecord>,
     /// Vocabulary edges `(child, parent, relation)` (any order; written sorted).
     pub concept_edges: Vec<(String, String, String)>,
     /// `(node_field, document_key, concept_id)` (any order; written sorted, deduplicated).
@@ -176,13 +176,13 @@ pub struct RunData {
     /// [`concept_evidence`].
     pub concept_evidence: Vec<(String, String, u32, Option<String>)>,
     /// Entities; entity id = index.
-    pub entities: Vec<EntityRow>,
+    pub entities: Vec<EntityRecord>,
     /// `(entity, passage_id, occurrences)` (any order; written sorted).
     pub mentions: Vec<(u32, String, u32)>,
     /// Edges `(source, target, weight)` with `source < target`, sorted.
     pub relationships: Vec<(u32, u32, f64)>,
     /// Communities. Everywhere else in these columns a community is its row index here.
-    pub communities: Vec<CommunityRow>,
+    pub communities: Vec<CommunityRecord>,
     /// The public id of each community row, strictly ascending, written wherever a community
     /// is named; empty: the row index itself.
     pub community_ids: Vec<u32>,
@@ -190,9 +190,9 @@ pub struct RunData {
     /// written by tests and benches).
     pub lineage: Option<LineageColumns>,
     /// Membership rows, sorted by level then entity.
-    pub membership: Vec<MembershipRow>,
+    pub membership: Vec<MembershipRecord>,
     /// One report per community.
-    pub reports: Vec<ReportRow>,
+    pub reports: Vec<ReportRecord>,
     /// `(community, passage_id)`: the passages each report quotes (any order; written sorted,
     /// deduplicated). See [`report_sources`].
     pub report_sources: Vec<(u32, String)>,
@@ -403,13 +403,13 @@ pub struct RunColumns<'a> {
     /// through the title alone (written sorted, deduplicated). See [`concept_evidence`].
     pub concept_evidence: Vec<(u32, u32, u32, Option<u32>)>,
     /// Entities; entity id = index.
-    pub entities: Vec<EntityRow>,
+    pub entities: Vec<EntityRecord>,
     /// `(entity, passage row, occurrences)` (written sorted by entity, passage id).
     pub mentions: Vec<(u32, u32, u32)>,
     /// Edges `(source, target, weight)` with `source < target`, sorted.
     pub relationships: &'a [(u32, u32, f64)],
     /// Communities. Everywhere else in these columns a community is its row index here.
-    pub communities: Vec<CommunityRow>,
+    pub communities: Vec<CommunityRecord>,
     /// The public id of each community row, strictly ascending, written wherever a community
     /// is named; empty: the row index itself.
     pub community_ids: Vec<u32>,
@@ -417,9 +417,9 @@ pub struct RunColumns<'a> {
     /// written by tests and benches).
     pub lineage: Option<LineageColumns>,
     /// Membership rows, sorted by level then entity.
-    pub membership: Vec<MembershipRow>,
+    pub membership: Vec<MembershipRecord>,
     /// One report per community.
-    pub reports: Vec<ReportRow>,
+    pub reports: Vec<ReportRecord>,
     /// `(community, passage row)`: the passages each report quotes (written sorted,
     /// deduplicated). See [`report_sources`].
     pub report_sources: Vec<(u32, u32)>,
@@ -1118,7 +1118,7 @@ pub fn write_run_columns_into<'a>(
 
 /// Writes [`community_lineage`], sorted by community id, then event.
 fn write_lineage(w: &mut RunWriter, lineage: &LineageColumns) -> Result<()> {
-    let mut rows: Vec<&LineageRow> = lineage.rows.iter().collect();
+    let mut rows: Vec<&LineageRecord> = lineage.rows.iter().collect();
     rows.sort_by(|a, b| (a.community_id, a.event).cmp(&(b.community_id, b.event)));
     let mut predecessors =
         ListBuilder::new(arrow_array::builder::UInt32Builder::new()).with_field(Arc::new(
@@ -1381,7 +1381,7 @@ mod tests {
         let passages_per = [12usize, 2, 1, 3, 11];
         let mut data = RunData::default();
         for (k, &n) in keys.iter().zip(&passages_per) {
-            data.documents.push(DocumentRow {
+            data.documents.push(DocumentRecord {
                 key: (*k).into(),
                 title: format!("title of {k}"),
                 year: (k.len() % 2 == 0).then_some(2000 + n as i32),
@@ -1389,7 +1389,7 @@ mod tests {
                 linked: n != 1,
             });
             for i in 0..n {
-                data.passages.push(PassageRow {
+                data.passages.push(PassageRecord {
                     passage_id: format!("{k}#{i}"),
                     document_key: (*k).into(),
                     position: i as u32,
@@ -1400,7 +1400,7 @@ mod tests {
         let ids = ["D10", "D2", "D1", "C9", "D100"];
         data.concepts = ids
             .iter()
-            .map(|c| ConceptRow {
+            .map(|c| ConceptRecord {
                 concept_id: (*c).into(),
                 preferred_term: format!("term {c}"),
                 synonyms: vec![format!("{c} syn"), format!("syn {c}")],
@@ -1441,7 +1441,7 @@ mod tests {
             .iter()
             .take(4)
             .enumerate()
-            .map(|(e, c)| EntityRow {
+            .map(|(e, c)| EntityRecord {
                 concept_id: (*c).into(),
                 name: format!("term {c}"),
                 num_passages: e as u32 + 1,
@@ -1458,19 +1458,19 @@ mod tests {
         data.mentions.reverse();
         data.relationships = vec![(0, 1, 2.0), (0, 3, 1.0), (1, 2, 4.0), (2, 3, 0.5)];
         data.communities = vec![
-            CommunityRow {
+            CommunityRecord {
                 level: 0,
                 parent: None,
                 size: 2,
                 is_leaf: false,
             },
-            CommunityRow {
+            CommunityRecord {
                 level: 0,
                 parent: None,
                 size: 2,
                 is_leaf: true,
             },
-            CommunityRow {
+            CommunityRecord {
                 level: 1,
                 parent: Some(0),
                 size: 2,
@@ -1478,14 +1478,14 @@ mod tests {
             },
         ];
         data.membership = (0..4)
-            .map(|e| MembershipRow {
+            .map(|e| MembershipRecord {
                 level: 0,
                 entity: e,
                 community: u32::from(e >= 2),
                 parent: None,
                 is_leaf: e >= 2,
             })
-            .chain((0..2).map(|e| MembershipRow {
+            .chain((0..2).map(|e| MembershipRecord {
                 level: 1,
                 entity: e,
                 community: 2,
@@ -1494,7 +1494,7 @@ mod tests {
             }))
             .collect();
         data.reports = (0..3)
-            .map(|c| ReportRow {
+            .map(|c| ReportRecord {
                 level: u32::from(c == 2),
                 title: format!("report {c}"),
                 summary: format!("summary {c}"),

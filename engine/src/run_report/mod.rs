@@ -781,7 +781,8 @@ mod tests {
     use super::*;
     use crate::embed::{Embedder, HashEmbedder};
     use crate::format::tables::{
-        CommunityRow, DocumentRow, EntityRow, MembershipRow, PassageRow, ReportRow,
+        CommunityRecord, DocumentRecord, EntityRecord, MembershipRecord, PassageRecord,
+        ReportRecord,
     };
     use crate::format::{RunData, new_run_id, write_run};
     use crate::visibility::{Target, Visibility, VisibilityStore};
@@ -793,19 +794,19 @@ mod tests {
     fn small_run(root: &Path) -> String {
         let embedder = HashEmbedder::new(4);
         let dim = embedder.identity().dim;
-        let entity = |name: &str, degree: f64| EntityRow {
+        let entity = |name: &str, degree: f64| EntityRecord {
             concept_id: format!("C{name}"),
             name: name.to_owned(),
             num_passages: 1,
             degree,
         };
-        let community = |level, parent, size, is_leaf| CommunityRow {
+        let community = |level, parent, size, is_leaf| CommunityRecord {
             level,
             parent,
             size,
             is_leaf,
         };
-        let report = |level, title: &str| ReportRow {
+        let report = |level, title: &str| ReportRecord {
             level,
             title: title.to_owned(),
             summary: format!("Summary of {title}."),
@@ -819,7 +820,7 @@ mod tests {
         let mut membership = Vec::new();
         for e in 0..7u32 {
             let (c, leaf) = if e < 6 { (0, false) } else { (1, true) };
-            membership.push(MembershipRow {
+            membership.push(MembershipRecord {
                 level: 0,
                 entity: e,
                 community: c,
@@ -828,7 +829,7 @@ mod tests {
             });
         }
         for e in 0..6u32 {
-            membership.push(MembershipRow {
+            membership.push(MembershipRecord {
                 level: 1,
                 entity: e,
                 community: if e < 3 { 2 } else { 3 },
@@ -836,13 +837,13 @@ mod tests {
                 is_leaf: true,
             });
         }
-        let passage = |d: &str, p: u32| PassageRow {
+        let passage = |d: &str, p: u32| PassageRecord {
             passage_id: format!("{d}#{p}"),
             document_key: d.to_owned(),
             position: p,
             text: format!("text of {d} {p}"),
         };
-        let document = |k: &str, n| DocumentRow {
+        let document = |k: &str, n| DocumentRecord {
             key: k.to_owned(),
             title: k.to_owned(),
             year: None,

@@ -1113,7 +1113,7 @@ fn read_vocabulary(
 mod tests {
     use super::*;
     use crate::embed::{Embedder, HashEmbedder};
-    use crate::format::tables::{ConceptRow, DocumentRow, PassageRow};
+    use crate::format::tables::{ConceptRecord, DocumentRecord, PassageRecord};
     use crate::format::{RunData, new_run_id, write_run};
 
     /// The precomputed postings equal the postings built from `document_concepts` rows, so
@@ -1134,7 +1134,7 @@ mod tests {
         let data = RunData {
             documents: keys
                 .iter()
-                .map(|k| DocumentRow {
+                .map(|k| DocumentRecord {
                     key: (*k).into(),
                     title: format!("title {k}"),
                     year: None,
@@ -1144,7 +1144,7 @@ mod tests {
                 .collect(),
             passages: keys
                 .iter()
-                .map(|k| PassageRow {
+                .map(|k| PassageRecord {
                     passage_id: format!("{k}#0"),
                     document_key: (*k).into(),
                     position: 0,
@@ -1153,7 +1153,7 @@ mod tests {
                 .collect(),
             concepts: ["C1", "C2", "C3"]
                 .iter()
-                .map(|c| ConceptRow {
+                .map(|c| ConceptRecord {
                     concept_id: (*c).into(),
                     preferred_term: format!("term {c}"),
                     // Shared and case-varied synonyms, so keys name several concepts.

@@ -4,7 +4,7 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 use agrag_engine::embed::{Embedder, HashEmbedder};
-use agrag_engine::format::tables::{ConceptRow, DocumentRow, PassageRow};
+use agrag_engine::format::tables::{ConceptRecord, DocumentRecord, PassageRecord};
 use agrag_engine::format::{Layout, RunData, new_run_id, write_run};
 
 /// A tiny vocabulary-and-documents run with no graph: `docs` are `(key, text)` (one passage
@@ -24,7 +24,7 @@ pub fn concept_run(
     let data = RunData {
         documents: docs
             .iter()
-            .map(|(k, t)| DocumentRow {
+            .map(|(k, t)| DocumentRecord {
                 key: (*k).to_owned(),
                 title: (*t).to_owned(),
                 year: None,
@@ -34,7 +34,7 @@ pub fn concept_run(
             .collect(),
         passages: docs
             .iter()
-            .map(|(k, t)| PassageRow {
+            .map(|(k, t)| PassageRecord {
                 passage_id: format!("{k}#0"),
                 document_key: (*k).to_owned(),
                 position: 0,
@@ -43,7 +43,7 @@ pub fn concept_run(
             .collect(),
         concepts: concepts
             .iter()
-            .map(|(id, t, s)| ConceptRow {
+            .map(|(id, t, s)| ConceptRecord {
                 concept_id: (*id).to_owned(),
                 preferred_term: (*t).to_owned(),
                 synonyms: s.iter().map(|x| (*x).to_owned()).collect(),

@@ -9,7 +9,8 @@ use std::process::Command;
 use agrag_engine::embed::{Embedder, HashEmbedder};
 use agrag_engine::format::RunData;
 use agrag_engine::format::tables::{
-    CommunityRow, ConceptRow, DocumentRow, EntityRow, MembershipRow, PassageRow, ReportRow,
+    CommunityRecord, ConceptRecord, DocumentRecord, EntityRecord, MembershipRecord, PassageRecord,
+    ReportRecord,
 };
 use serde_json::Value;
 
@@ -46,7 +47,7 @@ fn write_run(root: &Path) -> String {
     let mut data = RunData {
         documents: DOCS
             .iter()
-            .map(|(k, t, ps)| DocumentRow {
+            .map(|(k, t, ps)| DocumentRecord {
                 key: (*k).into(),
                 title: (*t).into(),
                 year: None,
@@ -57,7 +58,7 @@ fn write_run(root: &Path) -> String {
         passages: DOCS
             .iter()
             .flat_map(|(k, _, ps)| {
-                ps.iter().enumerate().map(move |(i, t)| PassageRow {
+                ps.iter().enumerate().map(move |(i, t)| PassageRecord {
                     passage_id: format!("{k}#{i}"),
                     document_key: (*k).into(),
                     position: i as u32,
@@ -67,7 +68,7 @@ fn write_run(root: &Path) -> String {
             .collect(),
         concepts: [("ASP", "Aspirin"), ("STR", "Stroke"), ("ZEB", "Zebrafish")]
             .iter()
-            .map(|(id, t)| ConceptRow {
+            .map(|(id, t)| ConceptRecord {
                 concept_id: (*id).into(),
                 preferred_term: (*t).into(),
                 synonyms: vec![],
@@ -90,7 +91,7 @@ fn write_run(root: &Path) -> String {
         data.concept_evidence
             .push((d.into(), c.into(), 0, Some(p.into())));
     }
-    let entity = |c: &str, name: &str, n: u32| EntityRow {
+    let entity = |c: &str, name: &str, n: u32| EntityRecord {
         concept_id: c.into(),
         name: name.into(),
         num_passages: n,
@@ -111,19 +112,19 @@ fn write_run(root: &Path) -> String {
     ];
     data.relationships = vec![(0, 1, 2.0)];
     data.communities = vec![
-        CommunityRow {
+        CommunityRecord {
             level: 0,
             parent: None,
             size: 3,
             is_leaf: false,
         },
-        CommunityRow {
+        CommunityRecord {
             level: 1,
             parent: Some(0),
             size: 2,
             is_leaf: true,
         },
-        CommunityRow {
+        CommunityRecord {
             level: 1,
             parent: Some(0),
             size: 1,
@@ -131,7 +132,7 @@ fn write_run(root: &Path) -> String {
         },
     ];
     for e in 0..3 {
-        data.membership.push(MembershipRow {
+        data.membership.push(MembershipRecord {
             level: 0,
             entity: e,
             community: 0,
@@ -140,7 +141,7 @@ fn write_run(root: &Path) -> String {
         });
     }
     for (e, c) in [(0, 1), (1, 1), (2, 2)] {
-        data.membership.push(MembershipRow {
+        data.membership.push(MembershipRecord {
             level: 1,
             entity: e,
             community: c,
@@ -154,7 +155,7 @@ fn write_run(root: &Path) -> String {
         "Zebrafish. Zebrafish models of xylophone syndrome were examined.",
     ];
     for (c, t) in texts.iter().enumerate() {
-        data.reports.push(ReportRow {
+        data.reports.push(ReportRecord {
             level: data.communities[c].level,
             title: format!("theme {c}"),
             summary: String::new(),

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use agrag_engine::embed::{Embedder, HashEmbedder};
 use agrag_engine::format::Layout;
 use agrag_engine::format::tables::{
-    CommunityRow, DocumentRow, EntityRow, MembershipRow, PassageRow, ReportRow,
+    CommunityRecord, DocumentRecord, EntityRecord, MembershipRecord, PassageRecord, ReportRecord,
 };
 use agrag_engine::format::{RunData, new_run_id, write_run};
 use serde_json::Value;
@@ -257,9 +257,9 @@ fn large_run(root: &Path) -> (String, u64) {
         level0.extend(std::iter::repeat_n(c as u32, s as usize));
     }
     let num_entities = level0.len() as u32;
-    let mut communities: Vec<CommunityRow> = sizes
+    let mut communities: Vec<CommunityRecord> = sizes
         .iter()
-        .map(|&s| CommunityRow {
+        .map(|&s| CommunityRecord {
             level: 0,
             parent: None,
             size: s,
@@ -272,7 +272,7 @@ fn large_run(root: &Path) -> (String, u64) {
     for (c, &s) in sizes.iter().enumerate() {
         for k in 0..10 {
             let child = communities.len() as u32;
-            communities.push(CommunityRow {
+            communities.push(CommunityRecord {
                 level: 1,
                 parent: Some(c as u32),
                 size: s / 10,
@@ -280,7 +280,7 @@ fn large_run(root: &Path) -> (String, u64) {
             });
             for half in 0..2 {
                 let leaf = communities.len() as u32;
-                communities.push(CommunityRow {
+                communities.push(CommunityRecord {
                     level: 2,
                     parent: Some(child),
                     size: s / 20,
@@ -297,7 +297,7 @@ fn large_run(root: &Path) -> (String, u64) {
     for level in 0..3u32 {
         for e in 0..num_entities {
             let p = path[e as usize];
-            membership.push(MembershipRow {
+            membership.push(MembershipRecord {
                 level,
                 entity: e,
                 community: p[level as usize],
@@ -324,7 +324,7 @@ fn large_run(root: &Path) -> (String, u64) {
     let data = RunData {
         documents: docs
             .iter()
-            .map(|k| DocumentRow {
+            .map(|k| DocumentRecord {
                 key: k.clone(),
                 title: k.clone(),
                 year: None,
@@ -334,7 +334,7 @@ fn large_run(root: &Path) -> (String, u64) {
             .collect(),
         passages: docs
             .iter()
-            .map(|k| PassageRow {
+            .map(|k| PassageRecord {
                 passage_id: format!("{k}#0"),
                 document_key: k.clone(),
                 position: 0,
@@ -342,7 +342,7 @@ fn large_run(root: &Path) -> (String, u64) {
             })
             .collect(),
         entities: (0..num_entities)
-            .map(|e| EntityRow {
+            .map(|e| EntityRecord {
                 concept_id: format!("C{e:06}"),
                 name: format!("Entity number {e}"),
                 num_passages: 1,
@@ -356,7 +356,7 @@ fn large_run(root: &Path) -> (String, u64) {
         reports: communities
             .iter()
             .enumerate()
-            .map(|(c, row)| ReportRow {
+            .map(|(c, row)| ReportRecord {
                 level: row.level,
                 title: format!("Theme {c} of level {}", row.level),
                 summary: sentence.repeat(6),

@@ -4,7 +4,8 @@ use agrag_engine::embed::hash::HASH_MODEL;
 use agrag_engine::embed::{Embedder, HashEmbedder, l2_normalize};
 use agrag_engine::format::schema::report_ivf;
 use agrag_engine::format::tables::{
-    CommunityRow, ConceptRow, DocumentRow, EntityRow, MembershipRow, PassageRow, ReportRow,
+    CommunityRecord, ConceptRecord, DocumentRecord, EntityRecord, MembershipRecord, PassageRecord,
+    ReportRecord,
 };
 use agrag_engine::format::{Layout, RunData};
 use agrag_engine::ivf::{CandidateSearch, MIN_ROWS};
@@ -43,7 +44,7 @@ fn publish(root: &std::path::Path, data: &RunData) -> String {
 fn data(n: usize, per_community: usize) -> RunData {
     let key = |c: usize| format!("doc{c:06}");
     let mut data = RunData {
-        concepts: vec![ConceptRow {
+        concepts: vec![ConceptRecord {
             concept_id: "C0".into(),
             preferred_term: "Topic".into(),
             synonyms: vec![],
@@ -51,40 +52,40 @@ fn data(n: usize, per_community: usize) -> RunData {
         ..RunData::default()
     };
     for c in 0..n {
-        data.documents.push(DocumentRow {
+        data.documents.push(DocumentRecord {
             key: key(c),
             title: format!("document {c}"),
             year: None,
             num_passages: 1,
             linked: true,
         });
-        data.passages.push(PassageRow {
+        data.passages.push(PassageRecord {
             passage_id: format!("{}#0", key(c)),
             document_key: key(c),
             position: 0,
             text: format!("passage {c}"),
         });
-        data.entities.push(EntityRow {
+        data.entities.push(EntityRecord {
             concept_id: "C0".into(),
             name: format!("entity {c}"),
             num_passages: 1,
             degree: 1.0,
         });
         data.mentions.push((c as u32, format!("{}#0", key(c)), 1));
-        data.membership.push(MembershipRow {
+        data.membership.push(MembershipRecord {
             level: 0,
             entity: c as u32,
             community: c as u32,
             parent: None,
             is_leaf: true,
         });
-        data.communities.push(CommunityRow {
+        data.communities.push(CommunityRecord {
             level: 0,
             parent: None,
             size: 1,
             is_leaf: true,
         });
-        data.reports.push(ReportRow {
+        data.reports.push(ReportRecord {
             level: 0,
             title: format!("theme {c}"),
             summary: String::new(),

@@ -46,7 +46,7 @@ pub struct Community {
 
 /// One row of the membership table: node `node` belongs to `community` at `level`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub struct MembershipRow {
+pub struct MembershipRecord {
     /// Level of the community (0 = coarsest).
     pub level: u32,
     /// Node id.
@@ -137,12 +137,12 @@ impl Hierarchy {
     ///
     /// # Complexity
     /// **O(R log R)** for R rows (at most `|V| · num_levels()`).
-    pub fn membership(&self) -> Vec<MembershipRow> {
-        let mut rows: Vec<MembershipRow> = self
+    pub fn membership(&self) -> Vec<MembershipRecord> {
+        let mut rows: Vec<MembershipRecord> = self
             .communities
             .iter()
             .flat_map(|c| {
-                c.members.iter().map(move |&node| MembershipRow {
+                c.members.iter().map(move |&node| MembershipRecord {
                     level: c.level,
                     node,
                     community: c.id,

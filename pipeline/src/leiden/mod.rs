@@ -52,7 +52,7 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 pub use hierarchy::{
-    Community, DetectionStats, Hierarchy, HierarchyWarmStart, LevelStats, MembershipRow,
+    Community, DetectionStats, Hierarchy, HierarchyWarmStart, LevelStats, MembershipRecord,
     NO_COMMUNITY, hierarchical_leiden, hierarchical_leiden_warm,
 };
 

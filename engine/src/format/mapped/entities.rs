@@ -13,7 +13,7 @@ use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use super::{Csr, Primitives, Strings, Table, binary, u32_item, u32_lists, write_file};
 use crate::error::Result;
 use crate::format::RunWriter;
-use crate::format::tables::EntityRow;
+use crate::format::tables::EntityRecord;
 
 /// File name inside the run folder.
 pub const FILE: &str = "entities.arrow";
@@ -57,7 +57,7 @@ pub struct EntityColumns {
 /// [`crate::EngineError::Io`] / [`crate::EngineError::Parquet`] on write failures.
 pub(crate) fn write(
     w: &mut RunWriter,
-    entities: &[EntityRow],
+    entities: &[EntityRecord],
     mentions: &[(u32, u32, u32)],
 ) -> Result<()> {
     let schema = schema();
