@@ -21,7 +21,7 @@ use std::sync::Arc;
 
 use agrag_benches::common::workspace;
 use agrag_engine::embed::HashEmbedder;
-use agrag_engine::snapshot::Snapshot;
+use agrag_engine::{PassageRow, Snapshot};
 use agrag_pipeline::leiden::LeidenConfig;
 use agrag_pipeline::link::LinkConfig;
 use agrag_pipeline::report::{CommunityVectors, ExtractiveReportWriter};
@@ -52,14 +52,14 @@ fn main() {
     let docs = snap.num_documents();
     // Per document, the best rank (1-based) any community gives one of its passages.
     let mut best_rank: Vec<Option<usize>> = vec![None; docs];
-    for c in 0..snap.num_communities() {
-        let mut per_passage: HashMap<u32, u32> = HashMap::new();
-        for &e in snap.community_members().row(c) {
-            for &p in snap.entity_passages().row(e as usize) {
+    for c in snap.communities() {
+        let mut per_passage: HashMap<PassageRow, u32> = HashMap::new();
+        for e in snap.community(c).members() {
+            for p in snap.entity(e).passages() {
                 *per_passage.entry(p).or_insert(0) += 1;
             }
         }
-        let mut ranked: Vec<(u32, u32)> = per_passage.into_iter().collect();
+        let mut ranked: Vec<(PassageRow, u32)> = per_passage.into_iter().collect();
         ranked.sort_by(|a, b| {
             b.1.cmp(&a.1)
                 .then(
@@ -70,7 +70,7 @@ fn main() {
                 .then(a.0.cmp(&b.0))
         });
         for (rank, &(p, _)) in ranked.iter().enumerate() {
-            let d = snap.passage(p).document() as usize;
+            let d = snap.passage(p).document().index();
             if best_rank[d].is_none_or(|r| rank + 1 < r) {
                 best_rank[d] = Some(rank + 1);
             }

@@ -305,8 +305,8 @@ impl Engine {
     pub fn served_run_lacking(&self, target: Target, key: &str) -> Option<String> {
         let snap = self.snapshot.load_full()?;
         let known = match target {
-            Target::Passage => snap.passage_index(key).is_some(),
-            Target::Document => snap.document_index(key).is_some(),
+            Target::Passage => snap.passage_row(key).is_some(),
+            Target::Document => snap.document_row(key).is_some(),
         };
         (!known).then(|| snap.run_id().to_owned())
     }
@@ -374,7 +374,7 @@ impl Engine {
     pub fn effective_visibility(&self, target: Target, key: &str) -> Result<EffectiveVisibility> {
         let document_key = match (target, self.snapshot.load_full()) {
             (Target::Passage, Some(snap)) => snap
-                .passage_index(key)
+                .passage_row(key)
                 .map(|p| snap.passage(p).document_key().to_owned()),
             _ => None,
         };

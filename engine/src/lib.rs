@@ -24,8 +24,8 @@ pub mod mcp;
 pub mod query;
 pub mod run_report;
 pub mod snapshot;
-pub mod store;
-pub mod text;
+pub(crate) mod store;
+pub(crate) mod text;
 pub mod tools;
 mod view;
 pub mod visibility;
@@ -49,6 +49,11 @@ macro_rules! stdout_line {
 
 pub use engine::{Engine, EngineConfig, QueryInput, RefusedRun, ThemeRequest, Watcher};
 pub use error::{EngineError, Result};
-pub use query::Scope;
-pub use query::concept::{ConceptRequest, ConceptSelector, Direction};
+pub use query::concept::{ConceptAnswer, ConceptHit, ConceptRequest, ConceptSelector, Direction};
+pub use query::evidence::{Evidence, EvidenceStatus};
+pub use query::theme::{Theme, ThemeAnswer, ThemePassage};
+pub use query::{Location, Scope};
+pub use snapshot::{
+    CommunityId, CommunityRow, ConceptRow, DocumentRow, EntityId, PassageRow, Rows, Snapshot,
+};
 pub use view::View;

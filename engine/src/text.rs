@@ -10,7 +10,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use roaring::RoaringBitmap;
-use tantivy::collector::{Collector, SegmentCollector, TopDocs};
+use tantivy::collector::{Collector, SegmentCollector};
 use tantivy::columnar::Column;
 use tantivy::directory::error::{DeleteError, LockError, OpenReadError, OpenWriteError};
 use tantivy::directory::{
@@ -305,13 +305,18 @@ impl TextIndex {
     ///
     /// # Errors
     /// [`EngineError::InvalidArgument`] naming `query` when it does not parse.
+    // Test-only: queries use `search_within_readable`.
+    #[cfg(test)]
     pub fn search(&self, query: &str, limit: usize) -> Result<Vec<(u32, f32)>> {
         let searcher = self.reader.searcher();
         let parser = QueryParser::for_index(&self.index, vec![self.fields.title, self.fields.body]);
         let (q, _errors) = parser.parse_query_lenient(query);
         let limit = limit.max(1);
         let top = searcher
-            .search(&q, &TopDocs::with_limit(limit).order_by_score())
+            .search(
+                &q,
+                &tantivy::collector::TopDocs::with_limit(limit).order_by_score(),
+            )
             .map_err(|e| EngineError::Internal(format!("text search: {e}")))?;
         let mut out = Vec::with_capacity(top.len());
         for (score, addr) in top {
@@ -334,11 +339,15 @@ impl TextIndex {
     ///
     /// # Errors
     /// [`EngineError::Internal`] when the search fails.
+    // Test-only: queries use `search_within_readable`.
+    #[cfg(test)]
     pub fn search_within(&self, query: &str, within: &RoaringBitmap) -> Result<Vec<(u32, f32)>> {
         self.search_within_readable(query, within, None)
     }
 
-    /// As [`search_within`](Self::search_within), with the documents of `overlay` scored from
+    /// BM25 scores of the documents in `within` that match `query`, as `(document row,
+    /// score)`, best first, ties by document row (one pass over the query's hits, keeping only
+    /// those in `within`), with the documents of `overlay` scored from
     /// the overlay's text (their title and visible passages) instead of the text indexed at
     /// publish time. Their scores use this index's corpus statistics (document count, document
     /// frequencies, average field lengths), so a document scores exactly as it would have if
@@ -443,6 +452,7 @@ impl TextIndex {
     }
 
     /// Number of indexed documents.
+    #[cfg(test)]
     pub fn num_docs(&self) -> u64 {
         self.reader.searcher().num_docs()
     }

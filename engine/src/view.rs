@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use roaring::RoaringBitmap;
 
-use crate::snapshot::Snapshot;
+use crate::snapshot::{PassageRow, Snapshot};
 use crate::visibility::Visibility;
 use crate::visibility::withdrawn::Withdrawn;
 
@@ -27,18 +27,21 @@ impl View {
     }
 
     /// Whether passage row `p` is hidden, deleted or superseded.
-    pub fn is_hidden(&self, p: u32) -> bool {
-        self.hidden.contains(p)
+    pub fn is_hidden(&self, p: PassageRow) -> bool {
+        self.hidden.contains(p.0)
     }
 
     /// Documents (rows) whose own flag is hidden, deleted or superseded.
-    pub fn hidden_documents(&self) -> &RoaringBitmap {
+    pub(crate) fn hidden_documents(&self) -> &RoaringBitmap {
         &self.hidden_documents
     }
 
     /// Effective visibility of passage row `p`.
-    pub fn visibility(&self, p: u32) -> Visibility {
-        self.states.get(&p).copied().unwrap_or(Visibility::Visible)
+    pub fn visibility(&self, p: PassageRow) -> Visibility {
+        self.states
+            .get(&p.0)
+            .copied()
+            .unwrap_or(Visibility::Visible)
     }
 
     /// What the passages that are not visible withdraw from retrieval (see
@@ -48,7 +51,7 @@ impl View {
     }
 
     /// Passage rows that are not visible.
-    pub fn hidden_passages(&self) -> &RoaringBitmap {
+    pub(crate) fn hidden_passages(&self) -> &RoaringBitmap {
         &self.hidden
     }
 

@@ -310,7 +310,8 @@ fn themes(
                     let scores = agrag_engine::query::theme::community_scores(snap, v);
                     let truth = top_k(&scores, 15);
                     let best = |c: u32| {
-                        snap.report_rows(c)
+                        snap.community(agrag_engine::CommunityRow(c))
+                            .report_rows()
                             .map(|r| dot(v, &matrix[r * 384..(r + 1) * 384]))
                             .fold(f32::NEG_INFINITY, f32::max)
                     };
@@ -482,7 +483,8 @@ fn probe_sweep(dir: &Path, n: usize, vectors: &[Vec<f32>], rounds: usize) -> Vec
             let (mut lists, mut rows, mut found, mut total) = (0, 0, 0, 0);
             for (v, truth) in vectors.iter().zip(&truths) {
                 let best = |c: u32| {
-                    snap.report_rows(c)
+                    snap.community(agrag_engine::CommunityRow(c))
+                        .report_rows()
                         .map(|r| dot(v, &matrix[r * dim..(r + 1) * dim]))
                         .fold(f32::NEG_INFINITY, f32::max)
                 };

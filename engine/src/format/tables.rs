@@ -1600,37 +1600,48 @@ mod tests {
         let (docs, passages, entities, communities) =
             crate::snapshot::read_parquet_columns(&run, &snap.manifest).unwrap();
         assert_eq!(snap.num_documents(), data.documents.len());
+        use crate::snapshot::{CommunityId, CommunityRow, DocumentRow, EntityId, PassageRow};
         for d in 0..snap.num_documents() {
-            let v = snap.document(d as u32);
+            let v = snap.document(DocumentRow(d as u32));
             assert_eq!(v.key(), docs.keys.get(d));
             assert_eq!(v.key(), data.documents[d].key);
             assert_eq!(v.title(), docs.titles.get(d));
             assert_eq!(v.year(), docs.years.get(d));
             assert_eq!(v.linked(), docs.linked.get(d));
-            assert_eq!(v.passages().start, docs.first_passage.value(d));
+            assert_eq!(
+                v.passages().next(),
+                Some(PassageRow(docs.first_passage.value(d)))
+            );
             assert_eq!(v.passages().len(), data.documents[d].num_passages as usize);
-            assert_eq!(snap.document_index(v.key()), Some(d as u32));
+            assert_eq!(snap.document_row(v.key()), Some(DocumentRow(d as u32)));
         }
         assert_eq!(snap.num_passages(), data.passages.len());
         for (p, row) in data.passages.iter().enumerate() {
-            let v = snap.passage(p as u32);
+            let v = snap.passage(PassageRow(p as u32));
             assert_eq!(v.id(), row.passage_id);
             assert_eq!(v.text(), row.text);
             assert_eq!(v.text(), passages.text.get(p));
-            assert_eq!(v.document(), passages.document.value(p));
+            assert_eq!(v.document(), DocumentRow(passages.document.value(p)));
             assert_eq!(v.position(), passages.position.value(p));
-            assert_eq!(snap.passage_index(&row.passage_id), Some(p as u32));
+            assert_eq!(
+                snap.passage_row(&row.passage_id),
+                Some(PassageRow(p as u32))
+            );
         }
         for bad in [
             "a#07", "a#+1", "a#", "a", "zz#0", "b#c#99", "b#0#c", "#0", "",
         ] {
-            assert_eq!(snap.passage_index(bad), None, "{bad:?}");
+            assert_eq!(snap.passage_row(bad), None, "{bad:?}");
         }
-        assert_eq!(snap.document_index("a-"), None);
+        assert_eq!(snap.document_row("a-"), None);
         assert_eq!(snap.num_entities(), data.entities.len());
         for e in 0..snap.num_entities() {
-            let v = snap.entity(e as u32);
-            assert_eq!(v.passages(), entities.passages.row(e), "entity {e}");
+            let v = snap.entity(EntityId(e as u32));
+            assert_eq!(
+                v.passages().as_u32s(),
+                entities.passages.row(e),
+                "entity {e}"
+            );
             assert_eq!(v.name(), entities.names.get(e));
             assert_eq!(v.name(), data.entities[e].name);
             assert_eq!(v.concept_id(), entities.concept_ids.get(e));
@@ -1639,19 +1650,29 @@ mod tests {
         }
         assert_eq!(snap.num_communities(), data.communities.len());
         for c in 0..snap.num_communities() {
-            let v = snap.community(c as u32);
-            assert_eq!(v.id(), communities.ids.value(c));
+            let v = snap.community(CommunityRow(c as u32));
+            assert_eq!(v.id(), CommunityId(communities.ids.value(c)));
             assert_eq!(v.level(), communities.levels.value(c));
-            assert_eq!(v.parent(), communities.parents.get(c));
-            assert_eq!(v.members(), communities.members.row(c));
-            assert_eq!(v.report_sources(), communities.report_sources.row(c));
-            assert_eq!(snap.community_row(v.id()), Some(c as u32));
+            assert_eq!(v.parent(), communities.parents.get(c).map(CommunityRow));
+            assert_eq!(v.members().as_u32s(), communities.members.row(c));
+            assert_eq!(
+                v.report_sources().as_u32s(),
+                communities.report_sources.row(c)
+            );
+            assert_eq!(snap.community_row(v.id()), Some(CommunityRow(c as u32)));
         }
         // Out of range reads as empty, never a panic.
         let n = snap.num_passages() as u32;
-        assert_eq!(snap.passage(n).text(), "");
-        assert_eq!(snap.document(snap.num_documents() as u32).passages(), 0..0);
-        assert!(snap.community(99).members().is_empty());
+        assert_eq!(snap.passage(PassageRow(n)).text(), "");
+        assert_eq!(
+            snap.document(DocumentRow(snap.num_documents() as u32))
+                .passages()
+                .len(),
+            0
+        );
+        assert!(snap.community(CommunityRow(99)).members().is_empty());
+        assert_eq!(snap.community(CommunityRow(99)).report_rows(), 0..0);
+        assert_eq!(snap.community_row(CommunityId(u32::MAX)), None);
     }
 
     /// What the writer wrote for [`tricky_run`] before tables were streamed from integer

@@ -32,7 +32,7 @@ use serde::Serialize;
 use super::{QueryInput, Scope};
 use crate::embed::dot;
 use crate::error::{EngineError, Result};
-use crate::snapshot::Snapshot;
+use crate::snapshot::{DocumentRow, Snapshot};
 use crate::view::View;
 
 /// The node field filled by linking.
@@ -548,7 +548,10 @@ pub(crate) fn search(
     let mut allowed = RoaringBitmap::new();
     allowed.insert_range(0..snap.num_documents() as u32);
     if let Scope::Documents(keys) = &req.scope {
-        allowed = keys.iter().filter_map(|k| snap.document_index(k)).collect();
+        allowed = keys
+            .iter()
+            .filter_map(|k| snap.document_row(k).map(|d| d.0))
+            .collect();
     }
     allowed -= view.hidden_documents();
     // Large unions go through one multi-way union, which ORs into bitmap containers in place:
@@ -782,8 +785,8 @@ pub(crate) fn search(
                 .collect();
             matched.sort();
             ConceptHit {
-                document_key: snap.document(d).key().to_owned(),
-                title: snap.document(d).title().to_owned(),
+                document_key: snap.document(DocumentRow(d)).key().to_owned(),
+                title: snap.document(DocumentRow(d)).title().to_owned(),
                 score,
                 matched,
                 hops: u32::try_from(nearest).unwrap_or(u32::MAX),

@@ -61,7 +61,7 @@ pub(crate) fn fetch(view: &View, ids: &[String]) -> Vec<Evidence> {
             let Some(snap) = view.snapshot() else {
                 return unknown;
             };
-            let Some(p) = snap.passage_index(id) else {
+            let Some(p) = snap.passage_row(id) else {
                 return unknown;
             };
             let d = snap.passage(p).document();

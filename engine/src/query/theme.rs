@@ -48,7 +48,7 @@ use super::{Location, QueryInput, Scope};
 use crate::embed::dot;
 use crate::error::{EngineError, Result};
 use crate::ivf::{CandidateSearch, Probe};
-use crate::snapshot::Snapshot;
+use crate::snapshot::{CommunityId, CommunityRow, DocumentRow, EntityId, PassageRow, Snapshot};
 use crate::view::View;
 
 /// Arguments of [`Engine::search_themes`](crate::Engine::search_themes).
@@ -341,7 +341,7 @@ fn given_window(
     let n = snap.num_communities();
     let mut best: HashMap<u32, f32> = HashMap::with_capacity(given.len());
     for (i, &(id, s)) in given.iter().enumerate() {
-        let Some(c) = snap.community_row(id) else {
+        let Some(c) = snap.community_row(CommunityId(id)) else {
             return Err(format!(
                 "hit {i} names community {id}, which is not one of the run's {n} communities"
             ));
@@ -349,7 +349,7 @@ fn given_window(
         if !s.is_finite() {
             return Err(format!("hit {i} (community {id}) has score {s}"));
         }
-        let e = best.entry(c).or_insert(s);
+        let e = best.entry(c.0).or_insert(s);
         *e = e.max(s);
     }
     let mut out: Vec<(u32, f32)> = best.into_iter().collect();
@@ -391,13 +391,11 @@ pub(crate) fn search(
     if let Some(a) = timed_out("while the candidate window was read") {
         return a;
     }
-    let in_scope: Option<std::collections::HashSet<u32>> = match scope {
+    let in_scope: Option<std::collections::HashSet<DocumentRow>> = match scope {
         Scope::All => None,
-        Scope::Documents(keys) => {
-            Some(keys.iter().filter_map(|k| snap.document_index(k)).collect())
-        }
+        Scope::Documents(keys) => Some(keys.iter().filter_map(|k| snap.document_row(k)).collect()),
     };
-    let visible = |p: u32| -> bool {
+    let visible = |p: PassageRow| -> bool {
         !view.is_hidden(p)
             && in_scope
                 .as_ref()
@@ -416,12 +414,12 @@ pub(crate) fn search(
         if view.withdrawn().communities.contains(c) {
             continue;
         }
-        let members = snap.community(c).members();
-        let mut per_passage: HashMap<u32, u32> = HashMap::new();
-        let mut named: Vec<(u32, u32)> = Vec::new(); // (entity, supporting passages)
-        for &e in members {
+        let community = snap.community(CommunityRow(c));
+        let mut per_passage: HashMap<PassageRow, u32> = HashMap::new();
+        let mut named: Vec<(EntityId, u32)> = Vec::new(); // (entity, supporting passages)
+        for e in community.members() {
             let mut n = 0u32;
-            for &p in snap.entity_passages().row(e as usize) {
+            for p in snap.entity(e).passages() {
                 if visible(p) {
                     *per_passage.entry(p).or_insert(0) += 1;
                     n += 1;
@@ -443,7 +441,7 @@ pub(crate) fn search(
                 )
                 .then(snap.entity(a.0).name().cmp(snap.entity(b.0).name()))
         });
-        let mut passages: Vec<(u32, u32)> = per_passage.into_iter().collect();
+        let mut passages: Vec<(PassageRow, u32)> = per_passage.into_iter().collect();
         passages.sort_by(|a, b| {
             b.1.cmp(&a.1)
                 .then(
@@ -455,8 +453,8 @@ pub(crate) fn search(
         });
         passages.truncate(support_limit);
         themes.push(Theme {
-            theme_id: snap.community(c).id(),
-            level: snap.community(c).level(),
+            theme_id: community.id().0,
+            level: community.level(),
             score,
             entities: named
                 .iter()

@@ -8,6 +8,9 @@
 
 pub mod concept_index;
 pub mod evidence;
+pub mod rows;
+
+pub use rows::{CommunityId, CommunityRow, ConceptRow, DocumentRow, EntityId, PassageRow, Rows};
 
 use std::collections::HashMap;
 use std::ops::Range;
@@ -53,9 +56,13 @@ pub struct VocabularyTables {
 
 /// One complete run, opened read-only. Immutable; shared between queries behind an `Arc`.
 ///
-/// Documents, passages, entities and communities are named by their row (`u32`); the row
-/// views [`Snapshot::document`], [`Snapshot::passage`] and [`Snapshot::community`] read their
-/// fields. A row out of range reads as empty fields (see [`crate::format::mapped`] on damage).
+/// Documents, passages, entities and communities are named by typed rows ([`DocumentRow`],
+/// [`PassageRow`], [`EntityId`], [`CommunityRow`]; see [`rows`]); the row views
+/// [`Snapshot::document`], [`Snapshot::passage`], [`Snapshot::entity`] and
+/// [`Snapshot::community`] read their fields in place from the mapped run, for example
+/// `snap.passage(p).document_key()`. Keys resolve to rows by binary search
+/// ([`Snapshot::document_row`], [`Snapshot::passage_row`], [`Snapshot::community_row`]). A
+/// row out of range reads as empty fields (see [`crate::format::mapped`] on damage).
 #[derive(Debug)]
 pub struct Snapshot {
     /// The run's folder.
@@ -70,11 +77,11 @@ pub struct Snapshot {
     /// mentions, entity → its communities, passage → communities quoting it.
     inverses: std::sync::OnceLock<Inverses>,
     /// The vocabulary tables.
-    pub vocabulary: VocabularyTables,
+    pub(crate) vocabulary: VocabularyTables,
     /// Term lookup, hierarchy and per-field postings for concept queries.
-    pub concept_index: concept_index::ConceptIndex,
+    pub(crate) concept_index: concept_index::ConceptIndex,
     /// The run's full-text index.
-    pub text_index: crate::text::TextIndex,
+    pub(crate) text_index: crate::text::TextIndex,
     embeddings: RecordBatch,
     document_embeddings: RecordBatch,
     ivf: Option<IvfIndex>,
@@ -88,40 +95,47 @@ pub struct Snapshot {
 #[derive(Debug, Clone, Copy)]
 pub struct DocumentView<'a> {
     snap: &'a Snapshot,
-    row: u32,
+    row: DocumentRow,
 }
 
 impl<'a> DocumentView<'a> {
     /// The row.
-    pub fn row(&self) -> u32 {
+    pub fn row(&self) -> DocumentRow {
         self.row
     }
 
     /// The unique document key.
     pub fn key(&self) -> &'a str {
-        self.snap.documents.keys.get(self.row as usize)
+        self.snap.documents.keys.get(self.row.index())
     }
 
     /// The title (may be empty).
     pub fn title(&self) -> &'a str {
-        self.snap.documents.titles.get(self.row as usize)
+        self.snap.documents.titles.get(self.row.index())
     }
 
     /// The publication year, when known.
     pub fn year(&self) -> Option<i32> {
-        self.snap.documents.years.get(self.row as usize)
+        self.snap.documents.years.get(self.row.index())
     }
 
     /// Whether linking found a concept in the document.
     pub fn linked(&self) -> bool {
-        self.snap.documents.linked.get(self.row as usize)
+        self.snap.documents.linked.get(self.row.index())
     }
 
-    /// The rows of its passages, in position order.
-    pub fn passages(&self) -> Range<u32> {
+    /// The rows of its passages, in position order (consecutive rows).
+    pub fn passages(
+        &self,
+    ) -> impl ExactSizeIterator<Item = PassageRow> + DoubleEndedIterator + use<> {
+        self.passage_range().map(PassageRow)
+    }
+
+    /// Its passages as a range of raw passage rows.
+    pub(crate) fn passage_range(&self) -> Range<u32> {
         self.snap
             .documents
-            .passages(self.row as usize, self.snap.num_passages())
+            .passages(self.row.index(), self.snap.num_passages())
     }
 }
 
@@ -129,18 +143,18 @@ impl<'a> DocumentView<'a> {
 #[derive(Debug, Clone, Copy)]
 pub struct PassageView<'a> {
     snap: &'a Snapshot,
-    row: u32,
+    row: PassageRow,
 }
 
 impl<'a> PassageView<'a> {
     /// The row.
-    pub fn row(&self) -> u32 {
+    pub fn row(&self) -> PassageRow {
         self.row
     }
 
     /// The row of its document.
-    pub fn document(&self) -> u32 {
-        self.snap.passages.document.value(self.row as usize)
+    pub fn document(&self) -> DocumentRow {
+        DocumentRow(self.snap.passages.document.value(self.row.index()))
     }
 
     /// Its document's key.
@@ -148,14 +162,14 @@ impl<'a> PassageView<'a> {
         self.snap.document(self.document()).key()
     }
 
-    /// Its position in its document.
+    /// Its position in its document (0-based).
     pub fn position(&self) -> u32 {
-        self.snap.passages.position.value(self.row as usize)
+        self.snap.passages.position.value(self.row.index())
     }
 
     /// Its text, read from the run when asked for.
     pub fn text(&self) -> &'a str {
-        self.snap.passages.text.get(self.row as usize)
+        self.snap.passages.text.get(self.row.index())
     }
 
     /// Its id, `<document key>#<position>` ([`crate::format::passage_id`]).
@@ -164,37 +178,37 @@ impl<'a> PassageView<'a> {
     }
 }
 
-/// Entity `e` (its `entity_id`) of a [`Snapshot`] (see [`Snapshot::entity`]).
+/// Entity `e` of a [`Snapshot`] (see [`Snapshot::entity`]).
 #[derive(Debug, Clone, Copy)]
 pub struct EntityView<'a> {
     snap: &'a Snapshot,
-    row: u32,
+    row: EntityId,
 }
 
 impl<'a> EntityView<'a> {
     /// The entity id.
-    pub fn row(&self) -> u32 {
+    pub fn id(&self) -> EntityId {
         self.row
     }
 
-    /// The concept it stands for.
+    /// The concept it stands for (its concept id).
     pub fn concept_id(&self) -> &'a str {
-        self.snap.entities.concept_ids.get(self.row as usize)
+        self.snap.entities.concept_ids.get(self.row.index())
     }
 
     /// Its display name.
     pub fn name(&self) -> &'a str {
-        self.snap.entities.names.get(self.row as usize)
+        self.snap.entities.names.get(self.row.index())
     }
 
     /// Its weighted degree in the entity graph.
     pub fn degree(&self) -> f64 {
-        self.snap.entities.degrees.value(self.row as usize)
+        self.snap.entities.degrees.value(self.row.index())
     }
 
-    /// The passage rows mentioning it, ascending.
-    pub fn passages(&self) -> &'a [u32] {
-        self.snap.entities.passages.row(self.row as usize)
+    /// The passages mentioning it, ascending.
+    pub fn passages(&self) -> Rows<'a, PassageRow> {
+        Rows::new(self.snap.entities.passages.row(self.row.index()))
     }
 }
 
@@ -202,39 +216,81 @@ impl<'a> EntityView<'a> {
 #[derive(Debug, Clone, Copy)]
 pub struct CommunityView<'a> {
     snap: &'a Snapshot,
-    row: u32,
+    row: CommunityRow,
 }
 
 impl<'a> CommunityView<'a> {
     /// The row.
-    pub fn row(&self) -> u32 {
+    pub fn row(&self) -> CommunityRow {
         self.row
     }
 
     /// The public id (`community_id`, the `theme_id` of answers).
-    pub fn id(&self) -> u32 {
-        self.snap.communities.ids.value(self.row as usize)
+    pub fn id(&self) -> CommunityId {
+        CommunityId(self.snap.communities.ids.value(self.row.index()))
     }
 
     /// The level (0 = coarsest).
     pub fn level(&self) -> u32 {
-        self.snap.communities.levels.value(self.row as usize)
+        self.snap.communities.levels.value(self.row.index())
     }
 
     /// The row of its parent community (none at level 0).
-    pub fn parent(&self) -> Option<u32> {
-        self.snap.communities.parents.get(self.row as usize)
+    pub fn parent(&self) -> Option<CommunityRow> {
+        self.snap
+            .communities
+            .parents
+            .get(self.row.index())
+            .map(CommunityRow)
     }
 
     /// Its member entities, ascending.
-    pub fn members(&self) -> &'a [u32] {
-        self.snap.communities.members.row(self.row as usize)
+    pub fn members(&self) -> Rows<'a, EntityId> {
+        Rows::new(self.snap.communities.members.row(self.row.index()))
     }
 
-    /// The passage rows its report quotes, ascending (empty for runs written before
+    /// The passages its report quotes, ascending (empty for runs written before
     /// `report_sources.parquet`).
-    pub fn report_sources(&self) -> &'a [u32] {
-        self.snap.communities.report_sources.row(self.row as usize)
+    pub fn report_sources(&self) -> Rows<'a, PassageRow> {
+        Rows::new(self.snap.communities.report_sources.row(self.row.index()))
+    }
+
+    /// The rows of the report-embedding matrix that are its vectors (one or more; see
+    /// [`report_embeddings`]); empty for a row out of range.
+    pub fn report_rows(&self) -> std::ops::Range<usize> {
+        let o = &self.snap.report_offsets;
+        match (o.get(self.row.index()), o.get(self.row.index() + 1)) {
+            (Some(&a), Some(&b)) => a as usize..b as usize,
+            _ => 0..0,
+        }
+    }
+}
+
+/// Concept row `c` of a [`Snapshot`]'s vocabulary (see [`Snapshot::concept`]).
+#[derive(Debug, Clone, Copy)]
+pub struct ConceptView<'a> {
+    snap: &'a Snapshot,
+    row: ConceptRow,
+}
+
+impl<'a> ConceptView<'a> {
+    /// The row.
+    pub fn row(&self) -> ConceptRow {
+        self.row
+    }
+
+    /// The concept id (a MeSH descriptor UI such as `D002318`).
+    pub fn id(&self) -> &'a str {
+        self.snap.vocabulary.concepts.ids.get(self.row.index())
+    }
+
+    /// The preferred term.
+    pub fn preferred_term(&self) -> &'a str {
+        self.snap
+            .vocabulary
+            .concepts
+            .preferred_terms
+            .get(self.row.index())
     }
 }
 
@@ -400,27 +456,76 @@ impl Snapshot {
         &self.manifest.run_id
     }
 
-    /// Document row `d` (fields read from the run when asked for).
-    pub fn document(&self, d: u32) -> DocumentView<'_> {
+    /// Document row `d` (fields read from the run when asked for; a row out of range reads
+    /// as empty fields).
+    pub fn document(&self, d: DocumentRow) -> DocumentView<'_> {
         DocumentView { snap: self, row: d }
     }
 
     /// Passage row `p` (fields read from the run when asked for).
-    pub fn passage(&self, p: u32) -> PassageView<'_> {
+    pub fn passage(&self, p: PassageRow) -> PassageView<'_> {
         PassageView { snap: self, row: p }
     }
 
     /// Community row `c` (fields read from the run when asked for).
-    pub fn community(&self, c: u32) -> CommunityView<'_> {
+    pub fn community(&self, c: CommunityRow) -> CommunityView<'_> {
         CommunityView { snap: self, row: c }
     }
 
+    /// Entity `e` (fields read from the run when asked for).
+    pub fn entity(&self, e: EntityId) -> EntityView<'_> {
+        EntityView { snap: self, row: e }
+    }
+
+    /// Concept row `c` of the vocabulary (fields read from the run when asked for).
+    pub fn concept(&self, c: ConceptRow) -> ConceptView<'_> {
+        ConceptView { snap: self, row: c }
+    }
+
+    /// The row of the concept whose id is `id` (binary search over the ascending ids).
+    pub fn concept_row(&self, id: &str) -> Option<ConceptRow> {
+        self.vocabulary.concepts.row(id).map(ConceptRow)
+    }
+
     /// The row of the community whose public id (`community_id`, the `theme_id` of answers)
-    /// is `community_id`, if the run has it (binary search over the ascending ids).
-    pub fn community_row(&self, community_id: u32) -> Option<u32> {
+    /// is `id`, if the run has it (binary search over the ascending ids).
+    pub fn community_row(&self, id: CommunityId) -> Option<CommunityRow> {
         let ids = &self.communities.ids;
-        mapped::binary_search(0..ids.len(), |c| ids.value(c).cmp(&community_id))
+        mapped::binary_search(0..ids.len(), |c| ids.value(c).cmp(&id.0))
             .and_then(|c| u32::try_from(c).ok())
+            .map(CommunityRow)
+    }
+
+    /// The row of the document whose key is `key` (binary search over the sorted keys).
+    pub fn document_row(&self, key: &str) -> Option<DocumentRow> {
+        self.documents.keys.find_sorted(key).map(DocumentRow)
+    }
+
+    /// The row of the passage whose id is `id`, by the passage-id rule `<key>#<position>`
+    /// (no index is held: the document by its key, the position among its passages).
+    pub fn passage_row(&self, id: &str) -> Option<PassageRow> {
+        find_passage(
+            &self.documents,
+            &self.passages.position,
+            self.num_passages(),
+            id,
+        )
+        .map(PassageRow)
+    }
+
+    /// Every document row, ascending.
+    pub fn documents(&self) -> impl ExactSizeIterator<Item = DocumentRow> + use<> {
+        (0..self.num_documents() as u32).map(DocumentRow)
+    }
+
+    /// Every entity id, ascending.
+    pub fn entities(&self) -> impl ExactSizeIterator<Item = EntityId> + use<> {
+        (0..self.num_entities() as u32).map(EntityId)
+    }
+
+    /// Every community row, ascending.
+    pub fn communities(&self) -> impl ExactSizeIterator<Item = CommunityRow> + use<> {
+        (0..self.num_communities() as u32).map(CommunityRow)
     }
 
     /// Number of communities (themes).
@@ -433,30 +538,14 @@ impl Snapshot {
         self.passages.text.len()
     }
 
-    /// Entity `e` (fields read from the run when asked for).
-    pub fn entity(&self, e: u32) -> EntityView<'_> {
-        EntityView { snap: self, row: e }
-    }
-
     /// Number of entities (graph nodes).
     pub fn num_entities(&self) -> usize {
         self.entities.names.len()
     }
 
     /// The passages mentioning each entity, ascending (rows = entities).
-    pub fn entity_passages(&self) -> &Csr {
+    pub(crate) fn entity_passages(&self) -> &Csr {
         &self.entities.passages
-    }
-
-    /// The member entities of each community, ascending (rows = communities).
-    pub fn community_members(&self) -> &Csr {
-        &self.communities.members
-    }
-
-    /// The passages each community's report quotes, ascending (rows = communities; empty
-    /// rows for runs written before `report_sources.parquet`).
-    pub fn report_sources(&self) -> &Csr {
-        &self.communities.report_sources
     }
 
     /// Embedding dimension.
@@ -469,13 +558,13 @@ impl Snapshot {
         self.ivf.as_ref()
     }
 
-    /// The rows of the report-embedding matrix that are community `c`'s vectors (one or
-    /// more; see [`report_embeddings`]).
+    /// The rows of the report-embedding matrix that are community row `c`'s vectors (one or
+    /// more; see [`report_embeddings`]). [`CommunityView::report_rows`] is the total form.
     ///
     /// # Panics
     /// When `c` is not a community of the run.
     #[track_caller]
-    pub fn report_rows(&self, c: u32) -> std::ops::Range<usize> {
+    pub(crate) fn report_rows(&self, c: u32) -> std::ops::Range<usize> {
         self.report_offsets[c as usize] as usize..self.report_offsets[c as usize + 1] as usize
     }
 
@@ -502,34 +591,19 @@ impl Snapshot {
         self.documents.keys.len()
     }
 
-    /// Row of document `key` (binary search over the sorted keys).
-    pub fn document_index(&self, key: &str) -> Option<u32> {
-        self.documents.keys.find_sorted(key)
-    }
-
-    /// Row of passage `id` (by the passage-id rule; no index is held).
-    pub fn passage_index(&self, id: &str) -> Option<u32> {
-        find_passage(
-            &self.documents,
-            &self.passages.position,
-            self.num_passages(),
-            id,
-        )
-    }
-
     /// The entities each passage mentions (rows = passages), built on first use.
-    pub fn passage_entities(&self) -> &Csr {
+    pub(crate) fn passage_entities(&self) -> &Csr {
         &self.inverses().passage_entities
     }
 
     /// The communities each entity belongs to, one per level (rows = entities), built on
     /// first use.
-    pub fn entity_communities(&self) -> &Csr {
+    pub(crate) fn entity_communities(&self) -> &Csr {
         &self.inverses().entity_communities
     }
 
     /// The communities whose report quotes each passage (rows = passages), built on first use.
-    pub fn passage_quoted_by(&self) -> &Csr {
+    pub(crate) fn passage_quoted_by(&self) -> &Csr {
         &self.inverses().passage_quoted_by
     }
 
@@ -568,7 +642,7 @@ impl Snapshot {
             documents,
             &self.documents.keys,
             &self.vocabulary.concepts,
-            &|id: &str| self.passage_index(id),
+            &|id: &str| self.passage_row(id).map(|p| p.0),
         )
         .map(Some)
     }

@@ -94,15 +94,19 @@ fn build_bitmap(snap: &Snapshot, store: &VisibilityStore) -> Result<Bitmaps> {
     let mut hidden_documents = RoaringBitmap::new();
     for flag in store.list()? {
         if flag.target == Target::Document
-            && let Some(d) = snap.document_index(&flag.key)
+            && let Some(d) = snap.document_row(&flag.key)
         {
-            hidden_documents.insert(d);
+            hidden_documents.insert(d.0);
         }
         let rows: Vec<u32> = match flag.target {
-            Target::Passage => snap.passage_index(&flag.key).into_iter().collect(),
+            Target::Passage => snap
+                .passage_row(&flag.key)
+                .map(|p| p.0)
+                .into_iter()
+                .collect(),
             Target::Document => snap
-                .document_index(&flag.key)
-                .map(|d| snap.document(d).passages().collect::<Vec<u32>>())
+                .document_row(&flag.key)
+                .map(|d| snap.document(d).passage_range().collect::<Vec<u32>>())
                 .unwrap_or_default(),
         };
         for p in rows {

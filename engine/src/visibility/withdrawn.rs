@@ -27,8 +27,8 @@ use std::sync::OnceLock;
 use roaring::RoaringBitmap;
 
 use crate::error::EngineError;
-use crate::snapshot::Snapshot;
 use crate::snapshot::evidence::{ConceptEvidence, rows_all_hidden};
+use crate::snapshot::{DocumentRow, PassageRow, Snapshot};
 use crate::text::TextOverlay;
 
 /// Documents and communities that hidden passages withdraw, for one snapshot and one
@@ -68,7 +68,7 @@ impl Withdrawn {
         let mut partial_documents: RoaringBitmap = hidden
             .iter()
             .filter(|&p| (p as usize) < snap.num_passages())
-            .map(|p| snap.passage(p).document())
+            .map(|p| snap.passage(PassageRow(p)).document().0)
             .collect();
         partial_documents -= hidden_documents;
         let mut communities = RoaringBitmap::new();
@@ -109,13 +109,13 @@ impl Withdrawn {
         let built = self.text.get_or_init(|| {
             snap.text_index
                 .overlay(self.partial_documents.iter().map(|d| {
-                    let passages = snap
-                        .document(d)
+                    let document = snap.document(DocumentRow(d));
+                    let passages = document
                         .passages()
-                        .filter(|&p| !hidden.contains(p))
+                        .filter(|p| !hidden.contains(p.0))
                         .map(|p| snap.passage(p).text())
                         .collect();
-                    (d, snap.document(d).title(), passages)
+                    (d, document.title(), passages)
                 }))
         });
         built.as_ref().map(Some)

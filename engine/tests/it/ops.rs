@@ -9,7 +9,9 @@ use std::time::{Duration, Instant};
 
 use agrag_engine::format::{Layout, Verify};
 use agrag_engine::query::evidence::EvidenceStatus;
-use agrag_engine::{ConceptRequest, ConceptSelector, Engine, EngineConfig, EngineError};
+use agrag_engine::{
+    ConceptRequest, ConceptSelector, Engine, EngineConfig, EngineError, PassageRow,
+};
 
 use crate::common::concept_run;
 
@@ -94,7 +96,7 @@ fn reload_swaps_runs_and_queries_in_flight_finish_on_the_old_one() {
     let old = in_flight.snapshot().unwrap();
     assert_eq!(old.run_id(), a);
     assert_eq!(old.num_passages(), 1);
-    assert_eq!(old.passage(0).id(), "doc-a#0");
+    assert_eq!(old.passage(PassageRow(0)).id(), "doc-a#0");
     assert!(passage_text(&engine, "doc-a#0").is_none());
     assert!(passage_text(&engine, "doc-b#0").unwrap().contains("doc-b"));
     assert_eq!(aspirin_documents(&engine), vec!["doc-b".to_owned()]);

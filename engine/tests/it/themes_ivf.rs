@@ -11,7 +11,9 @@ use agrag_engine::format::{Layout, RunData};
 use agrag_engine::ivf::{CandidateSearch, MIN_ROWS};
 use agrag_engine::query::theme::Status;
 use agrag_engine::visibility::{Target, Visibility};
-use agrag_engine::{Engine, EngineConfig, EngineError, QueryInput, Scope, ThemeRequest};
+use agrag_engine::{
+    CommunityRow, Engine, EngineConfig, EngineError, QueryInput, Scope, ThemeRequest,
+};
 
 const DIM: usize = 16;
 
@@ -213,7 +215,7 @@ fn a_community_is_found_by_its_best_vector_through_either_read() {
         let view = exact.view().unwrap();
         let snap = view.snapshot().unwrap();
         assert_eq!(snap.num_report_vectors(), 2 * n);
-        assert_eq!(snap.report_rows(3), 6..8);
+        assert_eq!(snap.community(CommunityRow(3)).report_rows(), 6..8);
     }
     for c in (0..n).step_by(157) {
         // Its first and its second vector each rank community c first, and once only.

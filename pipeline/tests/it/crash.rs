@@ -121,7 +121,9 @@ fn check_root(root: &Path, expected_latest: Option<&str>, context: &str) -> Stri
         Some(latest.as_str()),
         "{context}"
     );
-    let ev = engine.fetch_evidence(&[snap.passage(0).id()]).unwrap();
+    let ev = engine
+        .fetch_evidence(&[snap.passage(agrag_engine::PassageRow(0)).id()])
+        .unwrap();
     assert!(ev[0].text.is_some(), "{context}: {ev:?}");
     latest
 }

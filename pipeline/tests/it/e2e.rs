@@ -133,17 +133,15 @@ fn run_publishes_a_valid_snapshot_and_answers() {
         adj.entry(dst.value(i)).or_default().push(src.value(i));
     }
     let mut per_level: HashMap<(u32, u32), u32> = HashMap::new();
-    for c in 0..snap.num_communities() {
-        let members = snap.community_members().row(c);
+    for c in snap.communities() {
+        let members = snap.community(c).members();
         assert!(!members.is_empty(), "community {c} is empty");
         assert!(
-            is_connected(members, &adj),
+            is_connected(members.as_u32s(), &adj),
             "community {c} is not connected"
         );
-        for &e in members {
-            *per_level
-                .entry((snap.community(c as u32).level(), e))
-                .or_insert(0) += 1;
+        for e in members.as_u32s().iter().copied() {
+            *per_level.entry((snap.community(c).level(), e)).or_insert(0) += 1;
         }
     }
     assert!(per_level.values().all(|&n| n == 1));

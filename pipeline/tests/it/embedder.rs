@@ -14,7 +14,7 @@ use agrag_engine::embed::{
 };
 use agrag_engine::format::{Layout, Manifest};
 use agrag_engine::query::theme::Status;
-use agrag_engine::{Engine, EngineConfig, QueryInput, Scope, ThemeRequest};
+use agrag_engine::{CommunityRow, Engine, EngineConfig, QueryInput, Scope, ThemeRequest};
 use agrag_pipeline::leiden::LeidenConfig;
 use agrag_pipeline::link::LinkConfig;
 use agrag_pipeline::report::ExtractiveReportWriter;
@@ -220,7 +220,7 @@ fn minilm_run_end_to_end() {
     assert_eq!(texts.len(), snap.num_communities());
     for (i, t) in texts.iter().enumerate() {
         let alone = model.embed(t).unwrap();
-        let row = snap.report_rows(i as u32).start;
+        let row = snap.community(CommunityRow(i as u32)).report_rows().start;
         let stored = &matrix[row * 384..(row + 1) * 384];
         let diff = alone
             .iter()

@@ -10,7 +10,10 @@ use agrag_engine::embed::HashEmbedder;
 use agrag_engine::query::evidence::EvidenceStatus;
 use agrag_engine::query::theme::{IndexState, Status};
 use agrag_engine::visibility::{Target, Visibility};
-use agrag_engine::{Engine, EngineConfig, EngineError, QueryInput, Scope, ThemeRequest};
+use agrag_engine::{
+    CommunityRow, ConceptRow, DocumentRow, Engine, EngineConfig, EngineError, PassageRow,
+    QueryInput, Scope, ThemeRequest,
+};
 use agrag_pipeline::run::{RunConfig, RunSummary, run};
 
 fn config(root: &Path) -> RunConfig {
@@ -22,7 +25,7 @@ fn vector_of(engine: &Engine, c: usize) -> QueryInput {
     let view = engine.view().unwrap();
     let snap = view.snapshot().unwrap();
     let dim = snap.dim();
-    let row = snap.report_rows(c as u32).start;
+    let row = snap.community(CommunityRow(c as u32)).report_rows().start;
     QueryInput::Vector {
         model: snap.manifest.embedder.model.clone(),
         vector: snap.embedding_matrix()[row * dim..(row + 1) * dim].to_vec(),
@@ -44,11 +47,11 @@ fn single_passage_community(engine: &Engine) -> (usize, String) {
     let view = engine.view().unwrap();
     let snap = view.snapshot().unwrap();
     for c in 0..snap.num_communities() {
-        let passages: HashSet<u32> = snap
-            .community_members()
-            .row(c)
+        let passages: HashSet<PassageRow> = snap
+            .community(CommunityRow(c as u32))
+            .members()
             .iter()
-            .flat_map(|&e| snap.entity_passages().row(e as usize).iter().copied())
+            .flat_map(|e| snap.entity(e).passages())
             .collect();
         if passages.len() == 1 {
             let p = *passages.iter().next().unwrap();
@@ -170,7 +173,7 @@ fn a_deleted_document_appears_nowhere_and_leaves_the_next_graph() {
         .unwrap();
     let view = engine.view().unwrap();
     let snap = view.snapshot().unwrap().clone();
-    let d = snap.document_index(doc).unwrap();
+    let d = snap.document_row(doc).unwrap();
     let ids: Vec<String> = snap
         .document(d)
         .passages()
@@ -198,8 +201,9 @@ fn a_deleted_document_appears_nowhere_and_leaves_the_next_graph() {
     }
     // The next run leaves its passages out of the graph; a hidden passage stays among the
     // run's passages (unhiding it works at once) but leaves the graph and the reports.
-    let other_row = (0..snap.num_entities())
-        .flat_map(|e| snap.entity_passages().row(e).iter().copied())
+    let other_row = snap
+        .entities()
+        .flat_map(|e| snap.entity(e).passages())
         .find(|&p| snap.passage(p).document() != d)
         .unwrap();
     let other = snap.passage(other_row).id();
@@ -211,24 +215,29 @@ fn a_deleted_document_appears_nowhere_and_leaves_the_next_graph() {
     engine.reload().unwrap();
     let view = engine.view().unwrap();
     let snap = view.snapshot().unwrap();
-    let excluded: HashSet<u32> = ids
-        .iter()
-        .map(|id| snap.passage_index(id).unwrap())
-        .collect();
-    for e in 0..snap.num_entities() {
+    let excluded: HashSet<PassageRow> =
+        ids.iter().map(|id| snap.passage_row(id).unwrap()).collect();
+    for e in snap.entities() {
         assert!(
-            snap.entity_passages()
-                .row(e)
+            snap.entity(e)
+                .passages()
                 .iter()
-                .all(|p| !excluded.contains(p))
+                .all(|p| !excluded.contains(&p))
         );
     }
-    let hidden = snap.passage_index(&other).unwrap();
+    let hidden = snap.passage_row(&other).unwrap();
     assert!(!snap.passage(hidden).text().is_empty());
-    assert!((0..snap.num_entities()).all(|e| !snap.entity_passages().row(e).contains(&hidden)));
-    assert!(snap.passage_quoted_by().row(hidden as usize).is_empty());
     assert!(
-        (0..snap.num_communities()).any(|c| !snap.report_sources().row(c).is_empty()),
+        snap.entities()
+            .all(|e| !snap.entity(e).passages().contains(hidden))
+    );
+    assert!(
+        snap.communities()
+            .all(|c| !snap.community(c).report_sources().contains(hidden))
+    );
+    assert!(
+        snap.communities()
+            .any(|c| !snap.community(c).report_sources().is_empty()),
         "reports name the passages they quote"
     );
     // Nothing the hidden passage fed is withdrawn from theme search: it fed nothing.
@@ -340,8 +349,8 @@ fn hidden_candidates_filling_the_window_give_truncated() {
     let window = agrag_engine::query::theme::top_k(&scores, 3);
     let mut hidden = HashSet::new();
     for &(c, _) in &window {
-        for &e in snap.community_members().row(c as usize) {
-            for &p in snap.entity_passages().row(e as usize) {
+        for e in snap.community(CommunityRow(c)).members() {
+            for p in snap.entity(e).passages() {
                 if hidden.insert(p) {
                     engine
                         .set_visibility(
@@ -357,13 +366,13 @@ fn hidden_candidates_filling_the_window_give_truncated() {
     }
     // Some community below the window still has a visible passage: a theme exists that this
     // answer did not read, so it must say truncated.
-    let exists_below = (0..snap.num_communities()).any(|c| {
-        !window.iter().any(|w| w.0 as usize == c)
-            && snap.community_members().row(c).iter().any(|&e| {
-                snap.entity_passages()
-                    .row(e as usize)
+    let exists_below = snap.communities().any(|c| {
+        !window.iter().any(|w| w.0 == c.0)
+            && snap.community(c).members().iter().any(|e| {
+                snap.entity(e)
+                    .passages()
                     .iter()
-                    .any(|p| !hidden.contains(p))
+                    .any(|p| !hidden.contains(&p))
             })
     });
     assert!(exists_below);
@@ -390,18 +399,19 @@ fn a_one_document_scope_names_only_members_its_passages_mention() {
     assert_eq!(a.status, Status::Ok);
     let view = engine.view().unwrap();
     let snap = view.snapshot().unwrap();
-    let d = snap.document_index(doc).unwrap();
+    let d = snap.document_row(doc).unwrap();
     for t in &a.themes {
         assert!(t.passages.iter().all(|p| p.document_key == doc));
         for name in &t.entities {
-            let e = (0..snap.num_entities() as u32)
+            let e = snap
+                .entities()
                 .find(|&e| snap.entity(e).name() == name)
-                .unwrap() as usize;
+                .unwrap();
             assert!(
-                snap.entity_passages()
-                    .row(e)
+                snap.entity(e)
+                    .passages()
                     .iter()
-                    .any(|&p| snap.passage(p).document() == d),
+                    .any(|p| snap.passage(p).document() == d),
                 "{name} is named but no in-scope passage mentions it"
             );
         }
@@ -434,7 +444,11 @@ fn a_hidden_passage_no_longer_finds_its_document_by_its_own_concepts_or_words() 
     };
     let mut found = None;
     'docs: for d in 0..snap.num_documents() as u32 {
-        let rows: Vec<u32> = snap.document(d).passages().collect();
+        let rows: Vec<u32> = snap
+            .document(DocumentRow(d))
+            .passages()
+            .map(|p| p.0)
+            .collect();
         for &p in &rows {
             let before: Vec<u32> = evidence.supported_concepts(d, |_| false).collect();
             let after: Vec<u32> = evidence.supported_concepts(d, |q| q == p).collect();
@@ -444,11 +458,11 @@ fn a_hidden_passage_no_longer_finds_its_document_by_its_own_concepts_or_words() 
             let Some(&stays) = after.first() else {
                 continue;
             };
-            let mut elsewhere = words(snap.document(d).title());
+            let mut elsewhere = words(snap.document(DocumentRow(d)).title());
             for &q in rows.iter().filter(|&&q| q != p) {
-                elsewhere.extend(words(snap.passage(q).text()));
+                elsewhere.extend(words(snap.passage(PassageRow(q)).text()));
             }
-            if let Some(w) = words(snap.passage(p).text())
+            if let Some(w) = words(snap.passage(PassageRow(p)).text())
                 .into_iter()
                 .filter(|w| !elsewhere.contains(w))
                 .min()
@@ -459,8 +473,8 @@ fn a_hidden_passage_no_longer_finds_its_document_by_its_own_concepts_or_words() 
         }
     }
     let (d, p, only, stays, word) = found.expect("the fixture has such a passage");
-    let key = snap.document(d).key().to_owned();
-    let id = |c: u32| snap.vocabulary.concepts.ids.get(c as usize).to_owned();
+    let key = snap.document(DocumentRow(d)).key().to_owned();
+    let id = |c: u32| snap.concept(ConceptRow(c)).id().to_owned();
     let docs_of = |req: &ConceptRequest| -> Vec<String> {
         let mut req = req.clone();
         req.sample = 1000;
@@ -483,7 +497,7 @@ fn a_hidden_passage_no_longer_finds_its_document_by_its_own_concepts_or_words() 
     engine
         .set_visibility(
             Target::Passage,
-            &snap.passage(p).id(),
+            &snap.passage(PassageRow(p)).id(),
             Visibility::Hidden,
             None,
         )
