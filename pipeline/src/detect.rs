@@ -21,7 +21,7 @@ use parquet::file::properties::WriterProperties;
 use serde::Serialize;
 
 use agrag_engine::EngineError;
-use agrag_engine::format::schema::membership;
+use agrag_engine::format::tables::membership;
 use agrag_engine::format::{FORMAT_VERSION, META_FORMAT_VERSION, META_RUN_ID, new_run_id};
 
 use crate::error::{PipelineError, Result};
@@ -250,7 +250,7 @@ fn is_same_file(a: &Path, b: &Path) -> bool {
 
 /// Writes the membership table of `hierarchy` to `path` as Parquet and returns its row count.
 ///
-/// Columns are those of `agrag_engine::format::schema::membership::schema()`: `run_id` (this
+/// Columns are those of `agrag_engine::format::tables::membership::schema()`: `run_id` (this
 /// `run_id` on every row), `level`, `entity_id` (the node id), `community_id`,
 /// `parent_community_id` (null at level 0) and `is_leaf`; rows are sorted by `(level, entity_id)`
 /// (declared as sorting columns), Snappy-compressed, in row groups of 131072 rows, with `run_id`

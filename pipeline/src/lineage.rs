@@ -15,7 +15,7 @@
 use std::collections::HashMap;
 
 use agrag_engine::format::previous::PreviousRun;
-use agrag_engine::format::schema::community_lineage;
+use agrag_engine::format::tables::community_lineage;
 use agrag_engine::format::tables::{LineageColumns, LineageRecord};
 
 use crate::graph::Graph;
@@ -459,7 +459,7 @@ mod tests {
             community_vectors: serde_json::Value::Null,
             report_text_hashes: vec![[0; 32]; ids.len()],
             report_vectors: arrow_array::RecordBatch::new_empty(
-                agrag_engine::format::schema::report_embeddings::schema(4),
+                agrag_engine::format::tables::report_embeddings::schema(4),
             ),
             report_offsets: vec![0; ids.len() + 1],
             text_embeddings: None,

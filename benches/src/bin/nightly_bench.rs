@@ -819,7 +819,7 @@ fn delta_corpus(cli: &Cli, n: u64) -> anyhow::Result<PathBuf> {
 /// their predecessor's id with Jaccard ≥ 0.9)`, from `community_lineage.parquet`.
 fn kept_ids(root: &Path) -> anyhow::Result<BTreeMap<u32, (usize, usize)>> {
     use agrag_engine::format::reader::read_parquet;
-    use agrag_engine::format::schema::community_lineage as cl;
+    use agrag_engine::format::tables::community_lineage as cl;
     use arrow_array::Array;
     use arrow_array::cast::AsArray;
     use arrow_array::types::{Float64Type, UInt32Type};

@@ -3,7 +3,8 @@
 //! A *snapshot root* holds runs; a *run* is a write-once folder of Parquet tables (the contract
 //! data engineers read with polars, pandas, pyarrow or DuckDB), an uncompressed Arrow IPC copy of
 //! the report embeddings (mapped by the engine), and `manifest.json`, which lists every file
-//! with rows, bytes and BLAKE3 checksum. See [`schema`] for every table's columns and
+//! with rows, bytes and BLAKE3 checksum. See [`tables`] for every table's columns (one module
+//! per table, with its writer and readers), [`mapped`] for the column files the engine maps,
 //! [`layout::Layout`] for the folder layout, and [`normalize`] for the one rule by which stored
 //! text is normalised and terms are matched.
 //!
@@ -16,7 +17,6 @@ pub mod mapped;
 pub mod normalize;
 pub mod previous;
 pub mod reader;
-pub mod schema;
 pub mod tables;
 pub mod text_embeddings;
 pub mod writer;

@@ -4,13 +4,11 @@
 
 use std::path::{Path, PathBuf};
 
-use arrow_array::cast::AsArray;
-use arrow_array::types::{Float64Type, UInt32Type};
-use arrow_array::{Array, FixedSizeListArray, Float32Array, RecordBatch, StringArray, UInt32Array};
+use arrow_array::{Array, FixedSizeListArray, Float32Array, RecordBatch, UInt32Array};
 
 use super::manifest::{FileEntry, Manifest};
-use super::reader::{check_dense_ids, column_no_nulls, read_parquet};
-use super::schema::{communities, entities, membership, relationships, report_embeddings, reports};
+use super::reader::{column_no_nulls, read_parquet};
+use super::tables::{communities, entities, membership, relationships, report_embeddings, reports};
 use super::text_embeddings::TextEmbeddings;
 use super::{Verify, verify_file};
 use crate::embed::EmbedderIdentity;
@@ -85,73 +83,10 @@ impl PreviousRun {
         ] {
             verified(dir, &manifest.files, name)?;
         }
-        let path = dir.join(entities::FILE);
-        let b = read_parquet(&path, &entities::schema(), run_id)?;
-        check_dense_ids(&b, entities::ENTITY_ID, &path)?;
-        let entity_concepts = column_no_nulls::<StringArray>(&b, entities::CONCEPT_ID, &path)?
-            .iter()
-            .map(|s| s.unwrap_or_default().to_owned())
-            .collect::<Vec<_>>();
-
-        let path = dir.join(relationships::FILE);
-        let b = read_parquet(&path, &relationships::schema(), run_id)?;
-        let source = column_no_nulls::<UInt32Array>(&b, relationships::SOURCE, &path)?;
-        let target = column_no_nulls::<UInt32Array>(&b, relationships::TARGET, &path)?;
-        let weight = b
-            .column_by_name(relationships::WEIGHT)
-            .ok_or_else(|| EngineError::corrupt(&path, "missing column \"weight\""))?
-            .as_primitive::<Float64Type>();
-        let mut edges = Vec::with_capacity(b.num_rows());
-        for row in 0..b.num_rows() {
-            let (s, t) = (source.value(row), target.value(row));
-            if s.max(t) as usize >= entity_concepts.len() {
-                return Err(EngineError::corrupt(
-                    &path,
-                    format!("row {row}: entity {} is not in the run", s.max(t)),
-                ));
-            }
-            edges.push((s.min(t), s.max(t), weight.value(row)));
-        }
-        edges.sort_by_key(|e| (e.0, e.1));
-
-        let path = dir.join(communities::FILE);
-        let b = read_parquet(&path, &communities::schema(), run_id)?;
-        let community_ids = column_no_nulls::<UInt32Array>(&b, communities::COMMUNITY_ID, &path)?
-            .values()
-            .to_vec();
-        if let Some(row) = community_ids.windows(2).position(|w| w[0] >= w[1]) {
-            return Err(EngineError::corrupt(
-                &path,
-                format!("row {}: community_id not strictly ascending", row + 1),
-            ));
-        }
-        let community_level = b
-            .column_by_name(communities::LEVEL)
-            .ok_or_else(|| EngineError::corrupt(&path, "missing column \"level\""))?
-            .as_primitive::<UInt32Type>()
-            .values()
-            .to_vec();
-
-        let path = dir.join(membership::FILE);
-        let b = read_parquet(&path, &membership::schema(), run_id)?;
-        let level = column_no_nulls::<UInt32Array>(&b, membership::LEVEL, &path)?;
-        let entity = column_no_nulls::<UInt32Array>(&b, membership::ENTITY_ID, &path)?;
-        let community = column_no_nulls::<UInt32Array>(&b, membership::COMMUNITY_ID, &path)?;
-        let mut rows = Vec::with_capacity(b.num_rows());
-        for row in 0..b.num_rows() {
-            let (e, c) = (entity.value(row), community.value(row));
-            let r = community_ids
-                .binary_search(&c)
-                .ok()
-                .filter(|_| (e as usize) < entity_concepts.len());
-            let Some(r) = r else {
-                return Err(EngineError::corrupt(
-                    &path,
-                    format!("row {row}: entity {e} or community {c} is not in the run"),
-                ));
-            };
-            rows.push((level.value(row), e, r as u32));
-        }
+        let entity_concepts = entities::read_concept_ids(dir, run_id)?;
+        let edges = relationships::read(dir, run_id, entity_concepts.len())?;
+        let (community_ids, community_level) = communities::read_ids_and_levels(dir, run_id)?;
+        let rows = membership::read_rows(dir, run_id, &community_ids, entity_concepts.len())?;
         let next_community_id = manifest
             .next_community_id
             .unwrap_or_else(|| community_ids.last().map_or(0, |&c| c.saturating_add(1)));
@@ -198,26 +133,14 @@ impl PreviousRun {
         let run_id = Some(self.run_id.as_str());
         verified(&dir, &self.files, reports::FILE)?;
         verified(&dir, &self.files, report_embeddings::IPC_FILE)?;
-        let path = dir.join(reports::FILE);
-        let b = read_parquet(&path, &reports::schema(), run_id)?;
-        let ids = column_no_nulls::<UInt32Array>(&b, reports::COMMUNITY_ID, &path)?;
-        if ids.values()[..] != self.community_ids[..] {
-            return Err(EngineError::corrupt(
-                &path,
-                "community_id is not that of communities.parquet, row for row",
-            ));
-        }
-        let hashes = column_no_nulls::<StringArray>(&b, reports::FULL_CONTENT, &path)?
-            .iter()
-            .map(|t| *blake3::hash(t.unwrap_or_default().as_bytes()).as_bytes())
-            .collect();
+        let hashes = reports::read_text_hashes(&dir, run_id, &self.community_ids)?;
         let path = dir.join(report_embeddings::IPC_FILE);
-        let vectors = crate::snapshot::map_embeddings(
+        let vectors = super::tables::map_embeddings(
             &path,
             &report_embeddings::schema(self.embedder.dim),
             None,
         )?;
-        let offsets = crate::snapshot::report_offsets(&path, &vectors, &self.community_ids)?;
+        let offsets = report_embeddings::offsets(&path, &vectors, &self.community_ids)?;
         self.report_text_hashes = hashes;
         self.report_vectors = vectors;
         self.report_offsets = offsets;

@@ -63,7 +63,7 @@ pub fn schema(dim: usize) -> SchemaRef {
         Field::new(TEXT_HASH, DataType::FixedSizeBinary(32), false),
         Field::new(
             EMBEDDING,
-            DataType::FixedSizeList(super::schema::report_embeddings::item_field(), dim),
+            DataType::FixedSizeList(super::tables::report_embeddings::item_field(), dim),
             false,
         ),
     ]))
@@ -129,7 +129,7 @@ impl TextEmbeddingsWriter {
         let dim = i32::try_from(self.dim)
             .map_err(|_| EngineError::Internal(format!("{FILE}: dimension {}", self.dim)))?;
         let list = FixedSizeListArray::try_new(
-            super::schema::report_embeddings::item_field(),
+            super::tables::report_embeddings::item_field(),
             dim,
             Arc::new(values),
             None,

@@ -9,7 +9,7 @@
 //! 4. The `min(limit × 3, 100)` communities whose report embeddings are most similar (dot product
 //!    of unit vectors = cosine; ties: lower `theme_id` first) are the candidate window. A
 //!    community holds one or more vectors (see
-//!    [`report_embeddings`](crate::format::schema::report_embeddings)) and its similarity is
+//!    [`report_embeddings`](crate::format::tables::report_embeddings)) and its similarity is
 //!    that of its best vector, both for the window and for the order of the themes (the
 //!    max-sim of multi-vector retrieval, as in ColBERT: Khattab & Zaharia, SIGIR 2020,
 //!    <https://doi.org/10.1145/3397271.3401075>): a community is found by whichever of its

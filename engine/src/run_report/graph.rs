@@ -15,7 +15,7 @@ use super::progress::Progress;
 use super::read::{Table, projection};
 use crate::error::{EngineError, Result};
 use crate::format::reader::column_no_nulls;
-use crate::format::schema::relationships;
+use crate::format::tables::relationships;
 
 /// What the first scan of the relationships finds.
 pub(crate) struct Weights {

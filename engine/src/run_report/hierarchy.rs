@@ -12,7 +12,7 @@ use super::read::{Table, projection};
 use super::{FigureSource, HistogramBin, LevelFigures};
 use crate::error::{EngineError, Result};
 use crate::format::reader::{column, column_no_nulls};
-use crate::format::schema::{communities, entities, membership};
+use crate::format::tables::{communities, entities, membership};
 
 /// Most member names kept per community (labels and details of the page).
 pub(crate) const TOP_MEMBERS: usize = 5;

@@ -2,7 +2,7 @@
 //!
 //! A run that continued the run `LATEST` named when it started records that parent and the
 //! lineage of its communities (the pipeline writes them; see
-//! [`community_lineage`](crate::format::schema::community_lineage)); a root's first run has
+//! [`community_lineage`](crate::format::tables::community_lineage)); a root's first run has
 //! no parent. This module shows what a run records and invents nothing. It reads:
 //! * the parent: `parent_run_id` at the top of `manifest.json` (or in its `stats`);
 //! * the events: `community_lineage.parquet` in the run folder, one row per community with an
@@ -27,7 +27,7 @@ use super::{Lineage, LineageChange, LineageStatus};
 use crate::error::{EngineError, Result};
 
 /// File name of the lineage table in a run folder.
-pub const LINEAGE_FILE: &str = crate::format::schema::community_lineage::FILE;
+pub const LINEAGE_FILE: &str = crate::format::tables::community_lineage::FILE;
 /// Most changes listed.
 pub(crate) const MAX_CHANGES: usize = 15;
 

@@ -79,9 +79,9 @@ use crate::embed::EmbedderIdentity;
 use crate::error::{EngineError, Result};
 use crate::format::layout::is_valid_run_id;
 use crate::format::manifest::MANIFEST_FILE;
-use crate::format::schema::{
+use crate::format::tables::{
     communities, documents, entities, membership, mentions, passages, relationships,
-    reports as reports_schema,
+    reports as reports_table,
 };
 use crate::format::{Layout, Manifest};
 
@@ -505,7 +505,7 @@ pub fn build(root: &Path, options: &Options) -> Result<Report> {
     let total_rows = rows(communities::FILE)
         + rows(entities::FILE)
         + rows(membership::FILE)
-        + rows(reports_schema::FILE)
+        + rows(reports_table::FILE)
         + 2 * rows(relationships::FILE)
         + if flags_exist {
             rows(documents::FILE)

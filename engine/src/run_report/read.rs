@@ -75,7 +75,7 @@ impl Table {
     }
 }
 
-/// The schema of `columns` of `full` (a table schema of [`crate::format::schema`]), in that
+/// The schema of `columns` of `full` (a table schema of [`crate::format::tables`]), in that
 /// order: what [`Table::open`] checks and projects.
 ///
 /// # Panics

@@ -12,7 +12,7 @@ use super::progress::Progress;
 use super::read::{Table, projection};
 use crate::error::{EngineError, Result};
 use crate::format::reader::column_no_nulls;
-use crate::format::schema::reports;
+use crate::format::tables::reports;
 
 /// Longest title kept, in characters.
 pub(crate) const MAX_TITLE_CHARS: usize = 160;

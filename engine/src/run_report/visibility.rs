@@ -18,7 +18,7 @@ use super::read::{Table, projection};
 use super::{StateCounts, VisibilityFigures};
 use crate::error::Result;
 use crate::format::reader::column_no_nulls;
-use crate::format::schema::documents;
+use crate::format::tables::documents;
 use crate::visibility::{Target, Visibility, VisibilityStore};
 
 impl StateCounts {

@@ -1,26 +1,22 @@
 //! What a run records about the text behind its derived data, so that a hidden passage can be
 //! withdrawn from every retrieval path at query time: the ways each linked concept of a
 //! document was reached ([`ConceptEvidence`], from `concept_evidence.parquet`) and the
-//! passages each report quotes (from `report_sources.parquet`).
+//! passages each report quotes (from `report_sources.parquet`). Both tables are read by their
+//! modules of [`crate::format::tables`].
 
-use std::path::Path;
-
-use arrow_array::{Array, StringArray, UInt32Array};
 use roaring::RoaringBitmap;
 
 use super::Csr;
-use crate::error::{EngineError, Result};
-use crate::format::mapped::Strings;
-use crate::format::reader::{column, column_no_nulls, read_parquet, read_parquet_row_groups};
-use crate::format::schema::{concept_evidence, report_sources};
+// The reader lives with its table; the snapshot calls it by this name.
+pub(crate) use crate::format::tables::concept_evidence::read as read_concept_evidence;
 
 /// Marks a way's entry that needs no passage (the title alone).
-const TITLE: u32 = u32::MAX;
+pub(crate) const TITLE: u32 = u32::MAX;
 
 /// The ways each (document, concept) of the `concept` node field was reached, for a set of
 /// document rows: entries `(concept, way, passage row)` sorted by concept then way, the
 /// passage [`u32::MAX`] for a way through the title alone. See
-/// [`schema::concept_evidence`](crate::format::schema::concept_evidence).
+/// [`tables::concept_evidence`](crate::format::tables::concept_evidence).
 #[derive(Debug, Clone, Default)]
 pub struct ConceptEvidence {
     /// Document rows held, ascending; document `documents[i]` owns entries
@@ -34,7 +30,7 @@ pub struct ConceptEvidence {
 
 impl ConceptEvidence {
     /// From `(document, concept, way, passage)` rows in any order.
-    fn from_rows(mut rows: Vec<(u32, u32, u32, u32)>) -> Self {
+    pub(crate) fn from_rows(mut rows: Vec<(u32, u32, u32, u32)>) -> Self {
         rows.sort_unstable();
         rows.dedup();
         let mut documents: Vec<u32> = Vec::new();
@@ -91,115 +87,6 @@ impl ConceptEvidence {
         }
         out.into_iter()
     }
-}
-
-/// Reads from `concept_evidence.parquet` of the run in `dir` the rows of the document rows
-/// `wanted`, whose keys are `keys[row]`. The table is sorted by document key, so only the row
-/// groups whose key range holds a wanted key are read: the cost follows the documents asked
-/// for, not the corpus.
-///
-/// # Errors
-/// [`EngineError::Corrupt`] naming the file and row for an unknown concept or passage; as
-/// [`read_parquet_row_groups`].
-pub(crate) fn read_concept_evidence(
-    dir: &Path,
-    run_id: Option<&str>,
-    wanted: &RoaringBitmap,
-    keys: &Strings,
-    concepts: &crate::format::mapped::concepts::ConceptColumns,
-    passages: &dyn Fn(&str) -> Option<u32>,
-) -> Result<ConceptEvidence> {
-    let path = dir.join(concept_evidence::FILE);
-    let mut wanted_keys: Vec<(&str, u32)> = wanted
-        .iter()
-        .filter(|&d| (d as usize) < keys.len())
-        .map(|d| (keys.get(d as usize), d))
-        .collect();
-    wanted_keys.sort_unstable();
-    if wanted_keys.is_empty() {
-        return Ok(ConceptEvidence::default());
-    }
-    let key_column = concept_evidence::schema()
-        .index_of(concept_evidence::DOCUMENT_KEY)
-        .unwrap_or(0);
-    let b = read_parquet_row_groups(&path, &concept_evidence::schema(), run_id, |rg| {
-        let stats = rg.columns().get(key_column).and_then(|c| c.statistics());
-        match stats.and_then(|s| Some((s.min_bytes_opt()?, s.max_bytes_opt()?))) {
-            Some((lo, hi)) => {
-                let first = wanted_keys.partition_point(|(k, _)| k.as_bytes() < lo);
-                wanted_keys
-                    .get(first)
-                    .is_some_and(|(k, _)| k.as_bytes() <= hi)
-            }
-            None => true,
-        }
-    })?;
-    let doc_keys = column_no_nulls::<StringArray>(&b, concept_evidence::DOCUMENT_KEY, &path)?;
-    let ids = column_no_nulls::<StringArray>(&b, concept_evidence::CONCEPT_ID, &path)?;
-    let ways = column_no_nulls::<UInt32Array>(&b, concept_evidence::WAY, &path)?;
-    let pids = column::<StringArray>(&b, concept_evidence::PASSAGE_ID, &path)?;
-    let mut rows: Vec<(u32, u32, u32, u32)> = Vec::new();
-    for row in 0..b.num_rows() {
-        let key = doc_keys.value(row);
-        let Ok(i) = wanted_keys.binary_search_by(|(k, _)| (*k).cmp(key)) else {
-            continue;
-        };
-        let bad = |what: &str, v: &str| {
-            EngineError::corrupt(&path, format!("row {row}: {what} {v:?} is not in the run"))
-        };
-        let id = ids.value(row);
-        let c = concepts.row(id).ok_or_else(|| bad("concept_id", id))?;
-        let p = if pids.is_null(row) {
-            TITLE
-        } else {
-            let pid = pids.value(row);
-            passages(pid).ok_or_else(|| bad("passage_id", pid))?
-        };
-        rows.push((wanted_keys[i].1, c, ways.value(row), p));
-    }
-    Ok(ConceptEvidence::from_rows(rows))
-}
-
-/// Reads `report_sources.parquet` of the run in `dir`: the passage rows each community's report
-/// quotes (rows = communities, in the order of `community_ids`, the communities' public ids,
-/// ascending).
-///
-/// # Errors
-/// [`EngineError::Corrupt`] naming the file and row for an unknown community or passage; as
-/// [`read_parquet`].
-pub(crate) fn read_report_sources(
-    dir: &Path,
-    run_id: Option<&str>,
-    community_ids: &[u32],
-    passages: &dyn Fn(&str) -> Option<u32>,
-) -> Result<Csr> {
-    let num_communities = community_ids.len();
-    let path = dir.join(report_sources::FILE);
-    let b = read_parquet(&path, &report_sources::schema(), run_id)?;
-    let cs = column_no_nulls::<UInt32Array>(&b, report_sources::COMMUNITY_ID, &path)?;
-    let pids = column_no_nulls::<StringArray>(&b, report_sources::PASSAGE_ID, &path)?;
-    let mut pairs = Vec::with_capacity(b.num_rows());
-    for row in 0..b.num_rows() {
-        let c = cs.value(row);
-        let Ok(c) = community_ids.binary_search(&c) else {
-            return Err(EngineError::corrupt(
-                &path,
-                format!("row {row}: community_id {c} is not in communities.parquet"),
-            ));
-        };
-        let c = c as u32;
-        let pid = pids.value(row);
-        let p = passages(pid).ok_or_else(|| {
-            EngineError::corrupt(
-                &path,
-                format!("row {row}: passage_id {pid:?} is not in the run"),
-            )
-        })?;
-        pairs.push((c, p));
-    }
-    pairs.sort_unstable();
-    pairs.dedup();
-    Ok(Csr::from_pairs(num_communities, &pairs))
 }
 
 /// The rows of `csr` turned around: item → the rows holding it, over `num_items` items.

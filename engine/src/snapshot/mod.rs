@@ -12,13 +12,12 @@ pub mod rows;
 
 pub use rows::{CommunityId, CommunityRow, ConceptRow, DocumentRow, EntityId, PassageRow, Rows};
 
-use std::collections::HashMap;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
 use arrow_array::cast::AsArray;
-use arrow_array::types::{Float32Type, Float64Type, Int32Type, UInt32Type};
-use arrow_array::{Array, FixedSizeListArray, RecordBatch, UInt32Array};
+use arrow_array::types::{Float32Type, UInt32Type};
+use arrow_array::{FixedSizeListArray, RecordBatch};
 
 use crate::error::{EngineError, Result};
 use crate::format::mapped::communities::CommunityColumns;
@@ -27,16 +26,18 @@ use crate::format::mapped::documents::DocumentColumns;
 use crate::format::mapped::entities::EntityColumns;
 use crate::format::mapped::passages::PassageColumns;
 use crate::format::mapped::terms::TermIndex;
-use crate::format::mapped::{self, Booleans, Primitives, Strings};
-use crate::format::reader::{column_no_nulls, read_parquet};
-use crate::format::schema::{
+use crate::format::mapped::{self, Primitives};
+use crate::format::tables::concept_postings::read as read_concept_postings;
+use crate::format::tables::map_embeddings;
+use crate::format::tables::report_embeddings::offsets as report_offsets;
+use crate::format::tables::report_ivf::read as read_ivf;
+use crate::format::tables::{
     communities, concept_edges, concept_evidence, concept_postings, concepts, document_concepts,
     document_embeddings, documents, entities, membership, mentions, passages, report_embeddings,
     report_ivf, report_sources,
 };
 use crate::format::{Layout, Manifest, Verify, verify_run};
 use crate::ivf::IvfIndex;
-use crate::store::mmap;
 
 pub use crate::format::mapped::Csr;
 
@@ -650,10 +651,11 @@ impl Snapshot {
 
 /// The columns of a run of format 1, read from its Parquet tables into the column types a
 /// run of format 2 maps: every row decoded and checked (document keys ascending, passage ids
-/// following their rule, every id resolving).
+/// following their rule, every id resolving). Each table is decoded by its module of
+/// [`crate::format::tables`]; this assembles them.
 ///
 /// # Errors
-/// [`EngineError::Corrupt`] naming the file and row; as [`read_parquet`].
+/// [`EngineError::Corrupt`] naming the file and row; as [`crate::format::reader::read_parquet`].
 pub(crate) fn read_parquet_columns(
     dir: &Path,
     manifest: &Manifest,
@@ -664,210 +666,25 @@ pub(crate) fn read_parquet_columns(
     CommunityColumns,
 )> {
     let run_id = Some(manifest.run_id.as_str());
-    let p = |f: &str| dir.join(f);
-
-    // Documents.
-    let path = p(documents::FILE);
-    let b = read_parquet(&path, &documents::schema(), run_id)?;
-    let keys = Strings::from_utf8_array(column_no_nulls::<arrow_array::StringArray>(
-        &b,
-        documents::DOCUMENT_KEY,
-        &path,
-    )?);
-    let titles = Strings::from_utf8_array(column_no_nulls::<arrow_array::StringArray>(
-        &b,
-        documents::TITLE,
-        &path,
-    )?);
-    let linked = Booleans::from_array(
-        column_no_nulls::<arrow_array::BooleanArray>(&b, documents::LINKED, &path)?.clone(),
-    );
-    let years = Primitives::from_array(
-        b.column_by_name(documents::YEAR)
-            .ok_or_else(|| EngineError::corrupt(&path, "missing column \"year\""))?
-            .as_primitive::<Int32Type>()
-            .clone(),
-    );
-    let nd = keys.len();
-    if let Some(row) = (1..nd).find(|&i| keys.get(i - 1) >= keys.get(i)) {
-        return Err(EngineError::corrupt(
-            &path,
-            format!(
-                "row {row}: document_key {:?} is not after {:?} (keys are unique and ascending)",
-                keys.get(row),
-                keys.get(row - 1)
-            ),
-        ));
-    }
-
-    // Passages: grouped by document in key order, positions ascending within a document.
-    let path = p(passages::FILE);
-    let b = read_parquet(&path, &passages::schema(), run_id)?;
-    let ids = column_no_nulls::<arrow_array::StringArray>(&b, passages::PASSAGE_ID, &path)?;
-    let docs = column_no_nulls::<arrow_array::StringArray>(&b, passages::DOCUMENT_KEY, &path)?;
-    let pos = column_no_nulls::<arrow_array::UInt32Array>(&b, passages::POSITION, &path)?;
-    let text = column_no_nulls::<arrow_array::StringArray>(&b, passages::TEXT, &path)?;
-    let np = b.num_rows();
-    let mut passage_document = Vec::with_capacity(np);
-    let mut first_passage = vec![0u32; nd];
-    let mut next_doc = 0usize;
-    for row in 0..np {
-        let key = docs.value(row);
-        let d = keys.find_sorted(key).ok_or_else(|| {
-            EngineError::corrupt(
-                &path,
-                format!("row {row}: document_key {key:?} is not in documents.parquet"),
-            )
-        })?;
-        let prev = passage_document.last().copied();
-        if prev.is_some_and(|q: u32| q > d || (q == d && pos.value(row - 1) >= pos.value(row))) {
-            return Err(EngineError::corrupt(
-                &path,
-                format!("row {row}: passages are not sorted by (document_key, position)"),
-            ));
-        }
-        let id = ids.value(row);
-        if id != crate::format::passage_id(key, pos.value(row)) {
-            return Err(EngineError::corrupt(
-                &path,
-                format!("row {row}: passage_id {id:?} is not <document_key>#<position>"),
-            ));
-        }
-        while next_doc <= d as usize {
-            first_passage[next_doc] = row as u32;
-            next_doc += 1;
-        }
-        passage_document.push(d);
-    }
-    for f in first_passage.iter_mut().skip(next_doc) {
-        *f = np as u32;
-    }
-    let documents = DocumentColumns {
-        keys,
-        titles,
-        years,
-        linked,
-        first_passage: Primitives::from_vec(first_passage),
-    };
-    let passages = PassageColumns {
-        document: Primitives::from_vec(passage_document),
-        position: Primitives::from_array(pos.clone()),
-        text: Strings::from_utf8_array(text),
-    };
+    let mut documents = documents::read(dir, run_id)?;
+    let (passages, first_passage) = passages::read(dir, run_id, &documents.keys)?;
+    documents.first_passage = Primitives::from_vec(first_passage);
+    let np = passages.text.len();
     let passage = |id: &str| find_passage(&documents, &passages.position, np, id);
 
-    // Entities, and from the mentions the passages of each.
-    let path = p(entities::FILE);
-    let b = read_parquet(&path, &entities::schema(), run_id)?;
-    crate::format::reader::check_dense_ids(&b, entities::ENTITY_ID, &path)?;
-    let names = Strings::from_utf8_array(column_no_nulls::<arrow_array::StringArray>(
-        &b,
-        entities::NAME,
-        &path,
-    )?);
-    let concept_ids = Strings::from_utf8_array(column_no_nulls::<arrow_array::StringArray>(
-        &b,
-        entities::CONCEPT_ID,
-        &path,
-    )?);
-    let degrees = Primitives::from_array(
-        b.column_by_name(entities::DEGREE)
-            .ok_or_else(|| EngineError::corrupt(&path, "missing column \"degree\""))?
-            .as_primitive::<Float64Type>()
-            .clone(),
-    );
-    let num_entities = names.len();
-    let path = p(mentions::FILE);
-    let b = read_parquet(&path, &mentions::schema(), run_id)?;
-    let me = column_no_nulls::<arrow_array::UInt32Array>(&b, mentions::ENTITY_ID, &path)?;
-    let mp = column_no_nulls::<arrow_array::StringArray>(&b, mentions::PASSAGE_ID, &path)?;
-    let mut pairs = Vec::with_capacity(b.num_rows());
-    for row in 0..b.num_rows() {
-        let e = me.value(row);
-        let pid = mp.value(row);
-        let q = passage(pid).ok_or_else(|| {
-            EngineError::corrupt(
-                &path,
-                format!("row {row}: passage_id {pid:?} is not in passages.parquet"),
-            )
-        })?;
-        if e as usize >= num_entities {
-            return Err(EngineError::corrupt(
-                &path,
-                format!("row {row}: entity_id {e} out of range"),
-            ));
-        }
-        pairs.push((e, q));
-    }
-    pairs.sort_unstable();
-    pairs.dedup();
-    let entities = EntityColumns {
-        concept_ids,
-        names,
-        degrees,
-        passages: Csr::from_pairs(num_entities, &pairs),
-    };
+    let mut entities = entities::read(dir, run_id)?;
+    let num_entities = entities.names.len();
+    entities.passages = mentions::read_entity_passages(dir, run_id, num_entities, &passage)?;
 
-    // Communities and membership.
-    let path = p(communities::FILE);
-    let b = read_parquet(&path, &communities::schema(), run_id)?;
-    let community_ids =
-        column_no_nulls::<UInt32Array>(&b, communities::COMMUNITY_ID, &path)?.clone();
-    if let Some(row) = community_ids.values().windows(2).position(|w| w[0] >= w[1]) {
-        return Err(EngineError::corrupt(
-            &path,
-            format!("row {}: community_id must be strictly ascending", row + 1),
-        ));
-    }
-    let ids = community_ids.values();
-    let row_of = |c: u32| ids.binary_search(&c).ok().map(|r| r as u32);
-    let levels = column_no_nulls::<UInt32Array>(&b, communities::LEVEL, &path)?.clone();
-    let parent = b
-        .column_by_name(communities::PARENT)
-        .ok_or_else(|| EngineError::corrupt(&path, "missing column \"parent\""))?
-        .as_primitive::<UInt32Type>();
-    let parents = (0..parent.len())
-        .map(|i| {
-            if !parent.is_valid(i) {
-                return Ok(None);
-            }
-            row_of(parent.value(i)).map(Some).ok_or_else(|| {
-                EngineError::corrupt(
-                    &path,
-                    format!("row {i}: parent {} is not a community", parent.value(i)),
-                )
-            })
-        })
-        .collect::<Result<Vec<_>>>()?;
-    let num_communities = ids.len();
-    let path = p(membership::FILE);
-    let b = read_parquet(&path, &membership::schema(), run_id)?;
-    let ment = column_no_nulls::<UInt32Array>(&b, membership::ENTITY_ID, &path)?;
-    let mcom = column_no_nulls::<UInt32Array>(&b, membership::COMMUNITY_ID, &path)?;
-    let mut pairs = Vec::with_capacity(b.num_rows());
-    for row in 0..b.num_rows() {
-        let (e, c) = (ment.value(row), mcom.value(row));
-        let Some(c) = row_of(c).filter(|_| (e as usize) < num_entities) else {
-            return Err(EngineError::corrupt(
-                &path,
-                format!("row {row}: entity {e} or community {c} out of range"),
-            ));
-        };
-        pairs.push((c, e));
-    }
-    pairs.sort_unstable();
-    let members = Csr::from_pairs(num_communities, &pairs);
-    let report_sources = if manifest.file(report_sources::FILE).is_some() {
-        evidence::read_report_sources(dir, run_id, ids, &passage)?
+    let mut communities = communities::read(dir, run_id)?;
+    let ids: Vec<u32> = (0..communities.ids.len())
+        .map(|c| communities.ids.value(c))
+        .collect();
+    communities.members = membership::read_members(dir, run_id, &ids, num_entities)?;
+    communities.report_sources = if manifest.file(report_sources::FILE).is_some() {
+        report_sources::read(dir, run_id, &ids, &passage)?
     } else {
-        Csr::from_pairs(num_communities, &[])
-    };
-    let communities = CommunityColumns {
-        ids: Primitives::from_array(community_ids),
-        levels: Primitives::from_array(levels),
-        parents: Primitives::from_array(UInt32Array::from(parents)),
-        members,
-        report_sources,
+        Csr::from_pairs(ids.len(), &[])
     };
     Ok((documents, passages, entities, communities))
 }
@@ -878,179 +695,6 @@ struct Inverses {
     passage_entities: Csr,
     entity_communities: Csr,
     passage_quoted_by: Csr,
-}
-
-/// Per node field, concept → documents and all linked documents.
-type Postings = (
-    HashMap<String, HashMap<u32, roaring::RoaringBitmap>>,
-    HashMap<String, roaring::RoaringBitmap>,
-);
-
-/// Reads `concept_postings.arrow` (see [`concept_postings`]), checking every concept id and
-/// document row against the run.
-fn read_concept_postings(
-    path: &Path,
-    vocabulary: &ConceptColumns,
-    num_documents: usize,
-) -> Result<Postings> {
-    let buffer = mmap::map_file(path)?;
-    let batches = mmap::decode_ipc_file(path, &buffer)?;
-    let mut postings: HashMap<String, HashMap<u32, roaring::RoaringBitmap>> = HashMap::new();
-    let mut linked: HashMap<String, roaring::RoaringBitmap> = HashMap::new();
-    let mut row = 0usize;
-    for b in &batches {
-        crate::format::reader::check_schema(path, &b.schema(), &concept_postings::schema())?;
-        let fields = b.column(0).as_string::<i32>();
-        let concepts = b.column(1).as_string::<i32>();
-        let counts = b.column(2).as_primitive::<arrow_array::types::UInt64Type>();
-        let blobs = b.column(3).as_binary::<i32>();
-        if fields.null_count() + counts.null_count() + blobs.null_count() > 0 {
-            return Err(EngineError::corrupt(path, "null values"));
-        }
-        for i in 0..b.num_rows() {
-            let bad = |why: String| EngineError::corrupt(path, format!("row {row}: {why}"));
-            let set = roaring::RoaringBitmap::deserialize_from(blobs.value(i))
-                .map_err(|e| bad(format!("documents: {e}")))?;
-            if set.len() != counts.value(i) {
-                return Err(bad(format!(
-                    "{} documents where num_documents says {}",
-                    set.len(),
-                    counts.value(i)
-                )));
-            }
-            if set.max().is_some_and(|m| m as usize >= num_documents) {
-                return Err(bad(format!(
-                    "document row {} out of range ({num_documents} documents)",
-                    set.max().unwrap_or_default()
-                )));
-            }
-            let field = fields.value(i);
-            if concepts.is_null(i) {
-                linked.insert(field.to_owned(), set);
-            } else {
-                let id = concepts.value(i);
-                let c = vocabulary
-                    .row(id)
-                    .ok_or_else(|| bad(format!("concept {id:?} is not in concepts.parquet")))?;
-                postings.entry(field.to_owned()).or_default().insert(c, set);
-            }
-            row += 1;
-        }
-    }
-    Ok((postings, linked))
-}
-
-/// Reads the IVF index files of a run (see [`report_ivf`]); the codes stay mapped.
-fn read_ivf(dir: &Path, dim: usize, group_rows: &[u32]) -> Result<IvfIndex> {
-    let path = dir.join(report_ivf::CENTROIDS_FILE);
-    let centroids = map_embeddings(&path, &report_ivf::centroids_schema(dim), None)?;
-    let list: &FixedSizeListArray = centroids.column(1).as_fixed_size_list();
-    let values = list
-        .values()
-        .as_primitive::<Float32Type>()
-        .values()
-        .to_vec();
-    let ids = centroids.column(0).as_primitive::<UInt32Type>();
-    if ids
-        .values()
-        .iter()
-        .enumerate()
-        .any(|(i, &l)| l as usize != i)
-    {
-        return Err(EngineError::corrupt(&path, "list_id is not 0, 1, 2, …"));
-    }
-    let path = dir.join(report_ivf::LISTS_FILE);
-    let num_vectors: usize = group_rows.iter().map(|&n| n as usize).sum();
-    let b = map_embeddings(&path, &report_ivf::lists_schema(dim), num_vectors)?;
-    if (0..b.num_columns()).any(|c| b.column(c).null_count() > 0) {
-        return Err(EngineError::corrupt(&path, "null values"));
-    }
-    let cells = b.column(0).as_primitive::<UInt32Type>().values();
-    let rows = b.column(1).as_primitive::<UInt32Type>().values().to_vec();
-    let scales = b.column(2).as_primitive::<Float32Type>().values().to_vec();
-    let codes: &FixedSizeListArray = b.column(3).as_fixed_size_list();
-    let codes = codes
-        .values()
-        .as_primitive::<arrow_array::types::Int8Type>()
-        .values()
-        .clone();
-    IvfIndex::from_parts_grouped(dim, values, cells, rows, scales, codes, group_rows)
-        .map_err(|e| EngineError::corrupt(&path, e))
-}
-
-/// The row range of each community's vectors in the report-embedding table: its
-/// `community_id` column must hold the communities' ids in their order (`community_ids`, from
-/// `communities.parquet`), each one or more times (see [`report_embeddings`]). Returns
-/// `num_communities + 1` offsets.
-pub(crate) fn report_offsets(
-    path: &Path,
-    batch: &RecordBatch,
-    community_ids: &[u32],
-) -> Result<Vec<u32>> {
-    let num_communities = community_ids.len();
-    let ids = batch.column(0);
-    if ids.null_count() > 0 {
-        return Err(EngineError::corrupt(path, "community_id holds nulls"));
-    }
-    let ids = ids.as_primitive::<UInt32Type>().values();
-    let mut offsets = Vec::with_capacity(num_communities + 1);
-    for (row, &c) in ids.iter().enumerate() {
-        if community_ids.get(offsets.len()) == Some(&c) {
-            offsets.push(row as u32);
-        } else if offsets.is_empty() || community_ids[offsets.len() - 1] != c {
-            return Err(EngineError::corrupt(
-                path,
-                format!(
-                    "row {row}: community {c} out of order (every community of communities.parquet has one or more rows, in its order)"
-                ),
-            ));
-        }
-    }
-    if offsets.len() != num_communities {
-        return Err(EngineError::corrupt(
-            path,
-            format!(
-                "embeddings for {} of {num_communities} communities",
-                offsets.len()
-            ),
-        ));
-    }
-    offsets.push(ids.len() as u32);
-    Ok(offsets)
-}
-
-/// Maps an embedding IPC file and checks its schema and row count.
-pub(crate) fn map_embeddings(
-    path: &Path,
-    schema: &arrow_schema::SchemaRef,
-    rows: impl Into<Option<usize>>,
-) -> Result<RecordBatch> {
-    let rows: Option<usize> = rows.into();
-    let buffer = mmap::map_file(path)?;
-    let batches = mmap::decode_ipc_file(path, &buffer)?;
-    let batch = match batches.len() {
-        0 => RecordBatch::new_empty(schema.clone()),
-        1 => batches
-            .into_iter()
-            .next()
-            .unwrap_or_else(|| RecordBatch::new_empty(schema.clone())),
-        _ => arrow_select::concat::concat_batches(&batches[0].schema(), &batches).map_err(|e| {
-            EngineError::corrupt_because(path, "record batches do not concatenate", e)
-        })?,
-    };
-    crate::format::reader::check_schema(path, &batch.schema(), schema)?;
-    if let Some(rows) = rows
-        && batch.num_rows() != rows
-    {
-        return Err(EngineError::corrupt(
-            path,
-            format!("{} embeddings for {rows} rows", batch.num_rows()),
-        ));
-    }
-    if batch.num_columns() < 2 || batch.column(1).null_count() > 0 {
-        return Err(EngineError::corrupt(path, "embedding column holds nulls"));
-    }
-    Ok(batch)
 }
 
 /// The vocabulary of the run in `dir`: concepts and term index mapped from `concepts.arrow`
@@ -1065,7 +709,6 @@ fn read_vocabulary(
     with_document_concepts: bool,
 ) -> Result<(VocabularyTables, TermIndex)> {
     let run_id = Some(manifest.run_id.as_str());
-    let path = dir.join(concepts::FILE);
     let (concepts, terms) = if manifest.file(mapped::concepts::FILE).is_some()
         && manifest.file(mapped::terms::FILE).is_some()
     {
@@ -1074,41 +717,7 @@ fn read_vocabulary(
             mapped::terms::read(dir, manifest_rows(dir, manifest, mapped::terms::FILE)?)?,
         )
     } else {
-        let b = read_parquet(&path, &concepts::schema(), run_id)?;
-        let ids = column_no_nulls::<arrow_array::StringArray>(&b, concepts::CONCEPT_ID, &path)?;
-        let preferred =
-            column_no_nulls::<arrow_array::StringArray>(&b, concepts::PREFERRED_TERM, &path)?;
-        let syn = b
-            .column_by_name(concepts::SYNONYMS)
-            .ok_or_else(|| EngineError::corrupt(&path, "missing column \"synonyms\""))?
-            .as_list::<i32>();
-        let values = syn.values().as_string::<i32>();
-        let offsets = syn.value_offsets();
-        let synonyms: Vec<Vec<&str>> = offsets
-            .windows(2)
-            .map(|w| {
-                (w[0] as usize..w[1] as usize)
-                    .map(|j| values.value(j))
-                    .collect()
-            })
-            .collect();
-        let terms = TermIndex::build(ids.len(), |c| {
-            (preferred.value(c as usize), synonyms[c as usize].as_slice())
-        });
-        let concepts = ConceptColumns::from_parquet(
-            Strings::from_utf8_array(ids),
-            Strings::from_utf8_array(preferred),
-            &path,
-        )?;
-        (concepts, terms)
-    };
-    let lookup = |id: &str, path: &Path, row: usize| {
-        concepts.row(id).ok_or_else(|| {
-            EngineError::corrupt(
-                path,
-                format!("row {row}: concept {id:?} is not in concepts.parquet"),
-            )
-        })
+        concepts::read(dir, run_id)?
     };
     let edges = if manifest.file(mapped::concept_edges::FILE).is_some() {
         mapped::concept_edges::read(
@@ -1117,62 +726,13 @@ fn read_vocabulary(
             concepts.len(),
         )?
     } else {
-        let path = dir.join(concept_edges::FILE);
-        let b = read_parquet(&path, &concept_edges::schema(), run_id)?;
-        let child = column_no_nulls::<arrow_array::StringArray>(&b, concept_edges::CHILD, &path)?;
-        let parent = column_no_nulls::<arrow_array::StringArray>(&b, concept_edges::PARENT, &path)?;
-        let rel = column_no_nulls::<arrow_array::StringArray>(&b, concept_edges::RELATION, &path)?;
-        let mut edges = Vec::with_capacity(b.num_rows());
-        for row in 0..b.num_rows() {
-            edges.push((
-                lookup(child.value(row), &path, row)?,
-                lookup(parent.value(row), &path, row)?,
-                rel.value(row).to_owned(),
-            ));
-        }
-        edges
+        concept_edges::read(dir, run_id, &concepts)?
     };
-    let mut document_concepts: Vec<(String, Vec<(u32, u32)>)> = Vec::new();
-    if with_document_concepts {
-        let path = dir.join(document_concepts::FILE);
-        let b = read_parquet(&path, &document_concepts::schema(), run_id)?;
-        let dk = column_no_nulls::<arrow_array::StringArray>(
-            &b,
-            document_concepts::DOCUMENT_KEY,
-            &path,
-        )?;
-        let nf =
-            column_no_nulls::<arrow_array::StringArray>(&b, document_concepts::NODE_FIELD, &path)?;
-        let dc =
-            column_no_nulls::<arrow_array::StringArray>(&b, document_concepts::CONCEPT_ID, &path)?;
-        // The file is sorted by (node_field, document_key, concept_id): consecutive rows share
-        // a field and a document, so each is looked up once per run of rows.
-        let mut last_key: Option<(&str, u32)> = None;
-        for row in 0..b.num_rows() {
-            let key = dk.value(row);
-            let d = match last_key {
-                Some((k, d)) if k == key => d,
-                _ => {
-                    let d = document_index(key).ok_or_else(|| {
-                        EngineError::corrupt(
-                            &path,
-                            format!("row {row}: document_key {key:?} is not in documents.parquet"),
-                        )
-                    })?;
-                    last_key = Some((key, d));
-                    d
-                }
-            };
-            let field = nf.value(row);
-            if document_concepts.last().is_none_or(|(f, _)| f != field) {
-                document_concepts.push((field.to_owned(), Vec::new()));
-            }
-            let c = lookup(dc.value(row), &path, row)?;
-            if let Some((_, rows)) = document_concepts.last_mut() {
-                rows.push((d, c));
-            }
-        }
-    }
+    let document_concepts = if with_document_concepts {
+        document_concepts::read(dir, run_id, document_index, &concepts)?
+    } else {
+        Vec::new()
+    };
     Ok((
         VocabularyTables {
             concepts,
@@ -1185,6 +745,8 @@ fn read_vocabulary(
 
 #[cfg(test)]
 mod tests {
+    use std::collections::HashMap;
+
     use super::*;
     use crate::embed::{Embedder, HashEmbedder};
     use crate::format::tables::{ConceptRecord, DocumentRecord, PassageRecord};

@@ -494,7 +494,7 @@ fn chromium(browser: &Path, profile: &Path, page: &Path, fragment: &str, extra: 
 
 /// Number of communities in the subtree of `community` (itself included).
 fn subtree_size(root: &Path, run_id: &str, community: u32) -> u64 {
-    use agrag_engine::format::schema::communities;
+    use agrag_engine::format::tables::communities;
     use arrow_array::Array;
     use arrow_array::cast::AsArray;
     use arrow_array::types::UInt32Type;

@@ -2,7 +2,7 @@
 
 use agrag_engine::embed::hash::HASH_MODEL;
 use agrag_engine::embed::{Embedder, HashEmbedder, l2_normalize};
-use agrag_engine::format::schema::report_ivf;
+use agrag_engine::format::tables::report_ivf;
 use agrag_engine::format::tables::{
     CommunityRecord, ConceptRecord, DocumentRecord, EntityRecord, MembershipRecord, PassageRecord,
     ReportRecord,

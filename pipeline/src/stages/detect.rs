@@ -86,7 +86,7 @@ impl Parent {
             let dir = layout.run_dir(&id);
             let used = match Manifest::read(&dir) {
                 Ok(m) => m.next_community_id.map(u64::from).or_else(|| {
-                    m.file(agrag_engine::format::schema::communities::FILE)
+                    m.file(agrag_engine::format::tables::communities::FILE)
                         .map(|f| f.rows)
                 }),
                 // A run whose manifest is damaged still holds ids: read them as they are.

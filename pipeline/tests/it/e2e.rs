@@ -113,7 +113,7 @@ fn run_publishes_a_valid_snapshot_and_answers() {
     // and exactly one leaf; every community is connected in the entity graph.
     let rel = agrag_engine::format::reader::read_parquet(
         &run_dir.join("relationships.parquet"),
-        &agrag_engine::format::schema::relationships::schema(),
+        &agrag_engine::format::tables::relationships::schema(),
         Some(&summary.run_id),
     )
     .unwrap();

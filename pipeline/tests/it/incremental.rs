@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use agrag_engine::embed::{Embedder, HashEmbedder};
 use agrag_engine::format::reader::read_parquet;
-use agrag_engine::format::schema::{
+use agrag_engine::format::tables::{
     communities, community_lineage, document_embeddings, documents, entities, membership, mentions,
     passages, relationships, report_embeddings, report_sources, reports,
 };

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use agrag_engine::format::reader::read_parquet;
-use agrag_engine::format::schema;
+use agrag_engine::format::tables;
 use agrag_engine::format::{Layout, Manifest};
 use arrow_array::{Array, StringArray};
 
@@ -219,7 +219,7 @@ fn passages(root: &Path) -> Vec<(String, String)> {
     let id = latest(root).unwrap();
     let b = read_parquet(
         &layout.run_dir(&id).join("passages.parquet"),
-        &schema::passages::schema(),
+        &tables::passages::schema(),
         Some(&id),
     )
     .unwrap();
@@ -286,7 +286,7 @@ fn document_concepts(root: &Path) -> Vec<(String, String)> {
     let id = latest(root).unwrap();
     let b = read_parquet(
         &layout.run_dir(&id).join("document_concepts.parquet"),
-        &schema::document_concepts::schema(),
+        &tables::document_concepts::schema(),
         Some(&id),
     )
     .unwrap();

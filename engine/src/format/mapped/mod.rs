@@ -3,8 +3,9 @@
 //! mention each entity, the members and quoted passages of each community — as uncompressed
 //! Arrow IPC files.
 //!
-//! Parquet stays the contract for data engineers; these files are the engine's accelerators.
-//! Each module here owns one file: its name, schema, writer and reader.
+//! Parquet stays the contract for data engineers ([`super::tables`]); these files are the
+//! engine's accelerators. Each module here owns one file: its name, schema, writer and reader,
+//! as each module of [`super::tables`] owns one table.
 //!
 //! | file | rows | columns |
 //! |---|---|---|

@@ -1,164 +1,103 @@
-//! The rows of a run as plain Rust data, and [`write_run`], which turns them into the files of
-//! the contract. The pipeline fills a [`RunData`]; tests and benches build small or synthetic
+//! Every table of a run: its schema, its rows as plain Rust data, its writer and its readers,
+//! one module per table; and [`write_run`], which turns a run's rows into the files of the
+//! contract. The pipeline fills a [`RunData`]; tests and benches build small or synthetic
 //! runs the same way, so every run on disk comes from this one writer.
+//!
+//! Each module holds its table's file name, the column-name constants and `schema()`. These
+//! are the names and types that data engineers see in polars, pandas or DuckDB, and that
+//! README.md documents. Changing any of them is a format change and bumps
+//! [`FORMAT_VERSION`](super::FORMAT_VERSION). A module also holds the table's record struct
+//! (when the rows are not given as tuples), its writer (the part of
+//! [`write_run_columns_into`] that writes it) and the engine's readers of it.
+//!
+//! | module | file | rows |
+//! |---|---|---|
+//! | [`documents`] | `documents.parquet` | one per document |
+//! | [`passages`] | `passages.parquet` | one per passage |
+//! | [`concepts`] | `concepts.parquet` | one per vocabulary concept |
+//! | [`concept_edges`] | `concept_edges.parquet` | one per vocabulary edge |
+//! | [`document_concepts`] | `document_concepts.parquet` | one per (node field, document, concept) |
+//! | [`concept_evidence`] | `concept_evidence.parquet` | the ways each linked concept was reached |
+//! | [`concept_postings`] | `concept_postings.arrow` | one per (node field, concept) |
+//! | [`entities`] | `entities.parquet` | one per graph node |
+//! | [`mentions`] | `mentions.parquet` | one per (entity, passage) |
+//! | [`relationships`] | `relationships.parquet` | one per graph edge |
+//! | [`communities`] | `communities.parquet` | one per community |
+//! | [`community_lineage`] | `community_lineage.parquet` | how the communities continue the parent run's |
+//! | [`membership`] | `membership.parquet` | one per (level, entity) |
+//! | [`reports`] | `reports.parquet` | one per community |
+//! | [`report_sources`] | `report_sources.parquet` | one per (community, quoted passage) |
+//! | [`report_embeddings`] | `report_embeddings.parquet`, `.arrow` | one or more per community |
+//! | [`document_embeddings`] | `document_embeddings.parquet`, `.arrow` | one per document |
+//! | [`report_ivf`] | `report_ivf_centroids.arrow`, `report_ivf_lists.arrow` | the IVF index of the report embeddings |
+//!
+//! The engine's mapped column files ([`super::mapped`]) are written from the same rows, by
+//! [`write_run_columns_into`], in between.
+
+pub mod communities;
+pub mod community_lineage;
+pub mod concept_edges;
+pub mod concept_evidence;
+pub mod concept_postings;
+pub mod concepts;
+pub mod document_concepts;
+pub mod document_embeddings;
+pub mod documents;
+pub mod entities;
+pub mod membership;
+pub mod mentions;
+pub mod passages;
+pub mod relationships;
+pub mod report_embeddings;
+pub mod report_ivf;
+pub mod report_sources;
+pub mod reports;
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use arrow_array::builder::{ListBuilder, StringBuilder};
 use arrow_array::{
-    ArrayRef, BooleanArray, FixedSizeListArray, Float32Array, Float64Array, Int8Array, Int32Array,
-    RecordBatch, StringArray, UInt32Array,
+    ArrayRef, FixedSizeListArray, Float32Array, RecordBatch, StringArray, UInt32Array,
 };
+use arrow_schema::{DataType, Field};
+
+pub use communities::CommunityRecord;
+pub use community_lineage::{LineageColumns, LineageRecord};
+pub use concepts::ConceptRecord;
+pub use documents::DocumentRecord;
+pub use entities::EntityRecord;
+pub use membership::MembershipRecord;
+pub use passages::PassageRecord;
+pub use report_embeddings::ReportVectors;
+pub use reports::ReportRecord;
 
 use super::layout::Layout;
 use super::manifest::Manifest;
 use super::mapped::Csr;
-use super::schema::{
-    communities, community_lineage, concept_edges, concept_evidence, concept_postings, concepts,
-    document_concepts, document_embeddings, documents, entities, membership, mentions, passages,
-    relationships, report_embeddings, report_ivf, report_sources, reports,
-};
 use super::writer::RunWriter;
 use crate::embed::EmbedderIdentity;
 use crate::error::{EngineError, Result};
+use crate::store::mmap;
 
-/// One document. Rows must be sorted by `key` (unique).
-#[derive(Debug, Clone, PartialEq)]
-pub struct DocumentRecord {
-    /// Unique key.
-    pub key: String,
-    /// Title.
-    pub title: String,
-    /// Publication year.
-    pub year: Option<i32>,
-    /// Number of passages.
-    pub num_passages: u32,
-    /// At least one concept in the `concept` node field.
-    pub linked: bool,
+fn utf8(name: &str) -> Field {
+    Field::new(name, DataType::Utf8, false)
 }
 
-/// One passage. Rows must be sorted by document key, then position.
-#[derive(Debug, Clone, PartialEq)]
-pub struct PassageRecord {
-    /// Stable id `<document_key>#<position>`.
-    pub passage_id: String,
-    /// Owning document.
-    pub document_key: String,
-    /// 0-based position in the document.
-    pub position: u32,
-    /// Text.
-    pub text: String,
+fn u32f(name: &str) -> Field {
+    Field::new(name, DataType::UInt32, false)
 }
 
-/// One vocabulary concept.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ConceptRecord {
-    /// Concept id.
-    pub concept_id: String,
-    /// Preferred term.
-    pub preferred_term: String,
-    /// Entry terms.
-    pub synonyms: Vec<String>,
+fn list_utf8(name: &str) -> Field {
+    Field::new(
+        name,
+        DataType::List(Arc::new(Field::new("item", DataType::Utf8, false))),
+        false,
+    )
 }
 
-/// One entity (graph node); its id is its index.
-#[derive(Debug, Clone, PartialEq)]
-pub struct EntityRecord {
-    /// The concept it stands for.
-    pub concept_id: String,
-    /// Display name.
-    pub name: String,
-    /// Passages mentioning it.
-    pub num_passages: u32,
-    /// Weighted degree.
-    pub degree: f64,
-}
-
-/// One community; its id is its index.
-#[derive(Debug, Clone, PartialEq)]
-pub struct CommunityRecord {
-    /// Level (0 = coarsest).
-    pub level: u32,
-    /// Parent community.
-    pub parent: Option<u32>,
-    /// Number of members.
-    pub size: u32,
-    /// Not split further.
-    pub is_leaf: bool,
-}
-
-/// One row of [`community_lineage`]: how a community of the run continues its parent run's
-/// communities, or a parent's community the run no longer has. Ids here are public ids
-/// (the run's [`RunColumns::community_ids`], the parent's `community_id`s).
-#[derive(Debug, Clone, PartialEq)]
-pub struct LineageRecord {
-    /// The run's community, or for `dissolved` the parent's.
-    pub community_id: u32,
-    /// Its level.
-    pub level: u32,
-    /// One of `same`, `grew`, `shrank`, `split`, `merged`, `new`, `dissolved`.
-    pub event: &'static str,
-    /// The inherited (or main) predecessor and the Jaccard similarity with it.
-    pub predecessor: Option<(u32, f64)>,
-    /// Every predecessor, ascending.
-    pub predecessors: Vec<u32>,
-    /// For `dissolved`: the run's community holding most of its members.
-    pub successor: Option<u32>,
-    /// Members now (`None` for `dissolved`).
-    pub size: Option<u32>,
-    /// Members of the predecessor (or of the dissolved community) in the parent run.
-    pub previous_size: Option<u32>,
-    /// BLAKE3 hex of the sorted member concept ids, each followed by `\n`.
-    pub fingerprint: String,
-}
-
-/// What a run records of its parent and its communities' lineage
-/// ([`community_lineage`] and the manifest's `parent_run_id` / `next_community_id`).
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct LineageColumns {
-    /// The run the communities continue (`None` for a root's first run, or `--full` without
-    /// a readable parent).
-    pub parent_run_id: Option<String>,
-    /// Smallest community id no run on this root has used, after this run.
-    pub next_community_id: u32,
-    /// Rows, any order (written sorted by community id, then event).
-    pub rows: Vec<LineageRecord>,
-}
-
-/// One membership row.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct MembershipRecord {
-    /// Level.
-    pub level: u32,
-    /// Entity.
-    pub entity: u32,
-    /// Community at that level.
-    pub community: u32,
-    /// Its parent.
-    pub parent: Option<u32>,
-    /// Whether that community is a leaf.
-    pub is_leaf: bool,
-}
-
-/// One community report; row `i` belongs to community `i`.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ReportRecord {
-    /// Level of the community.
-    pub level: u32,
-    /// Title.
-    pub title: String,
-    /// Summary.
-    pub summary: String,
-    /// Findings.
-    pub findings: Vec<String>,
-    /// Rank.
-    pub rank: f64,
-    /// Embedded text.
-    pub full_content: String,
-}
-
-/// Every row of a run. See [`schema`](super::schema) for the columns each becomes.
+/// Every row of a run. See each table's module (such as [`documents`]) for the columns each
+/// becomes.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct RunData {
     /// Documents, sorted by key.
@@ -376,20 +315,10 @@ fn concept_ranks(lookups: &dyn RunLookups, n: usize) -> Vec<u32> {
     )
 }
 
-/// The report (community) vectors of a run, row-major.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct ReportVectors {
-    /// `rows × dim` values.
-    pub values: Vec<f32>,
-    /// The community of each row, non-decreasing, every community at least once. Empty: one
-    /// row per community, in community order.
-    pub communities: Vec<u32>,
-}
-
 /// Every row of a run as integer columns over [`RunLookups`], the form the pipeline hands
 /// [`write_run_columns`]: documents, passages and concepts are indices, and the strings they
 /// stand for are read through the lookups only while a batch of rows is built. Rows may come
-/// in any order unless stated; the writer sorts them as [`schema`](super::schema) says.
+/// in any order unless stated; the writer sorts them as each table's module says.
 pub struct RunColumns<'a> {
     /// Documents, passages and concepts.
     pub lookups: &'a dyn RunLookups,
@@ -457,68 +386,6 @@ fn vector_array(values: Vec<f32>, dim: usize) -> Result<FixedSizeListArray> {
         None,
     )
     .map_err(arrow_err)
-}
-
-/// Writes `concept_postings.arrow` from the sorted, deduplicated `(node_field, document,
-/// concept)` rows (see [`concept_postings`]); `rank` orders concepts by id.
-fn write_concept_postings(
-    w: &mut RunWriter,
-    lookups: &dyn RunLookups,
-    rows: &[(&str, u32, u32)],
-    rank: &[u32],
-) -> Result<()> {
-    // (field, concept or None for "all linked") → ascending document rows. Rows are sorted by
-    // (field, document, concept), so each field's rows are contiguous and documents ascend.
-    type Set<'a> = ((&'a str, Option<&'a str>), Vec<u32>);
-    let mut sets: Vec<Set<'_>> = Vec::new();
-    let mut start = 0;
-    while start < rows.len() {
-        let field = rows[start].0;
-        let end = start + rows[start..].partition_point(|r| r.0 == field);
-        let mut all: Vec<u32> = Vec::new();
-        // concept rank → (a concept of that id, its documents)
-        let mut per_concept: HashMap<u32, (u32, Vec<u32>)> = HashMap::new();
-        for r in &rows[start..end] {
-            if all.last() != Some(&r.1) {
-                all.push(r.1);
-            }
-            per_concept
-                .entry(rank[r.2 as usize])
-                .or_insert_with(|| (r.2, Vec::new()))
-                .1
-                .push(r.1);
-        }
-        let mut concepts: Vec<(u32, (u32, Vec<u32>))> = per_concept.into_iter().collect();
-        concepts.sort_unstable_by_key(|a| a.0);
-        sets.push(((field, None), all));
-        sets.extend(
-            concepts
-                .into_iter()
-                .map(|(_, (c, docs))| ((field, Some(lookups.concept_id(c))), docs)),
-        );
-        start = end;
-    }
-    let mut blobs = Vec::with_capacity(sets.len());
-    let mut counts = Vec::with_capacity(sets.len());
-    for (_, docs) in &sets {
-        let b = roaring::RoaringBitmap::from_sorted_iter(docs.iter().copied())
-            .map_err(|e| EngineError::Internal(format!("postings not sorted: {e}")))?;
-        let mut bytes = Vec::with_capacity(b.serialized_size());
-        b.serialize_into(&mut bytes)
-            .map_err(|e| EngineError::Internal(format!("serializing postings: {e}")))?;
-        blobs.push(bytes);
-        counts.push(b.len());
-    }
-    let b = batch(
-        concept_postings::schema(),
-        vec![
-            strings(sets.iter().map(|(k, _)| k.0)),
-            Arc::new(StringArray::from_iter(sets.iter().map(|(k, _)| k.1))),
-            Arc::new(arrow_array::UInt64Array::from(counts)),
-            Arc::new(arrow_array::BinaryArray::from_iter_values(blobs.iter())),
-        ],
-    )?;
-    w.write_ipc(concept_postings::FILE, &b)
 }
 
 /// Checks the invariants the readers rely on.
@@ -620,8 +487,8 @@ fn check(cols: &RunColumns<'_>, dim: usize) -> Result<()> {
 /// (`runs/<run_id>/`). It is served once [`Layout::write_latest`] names it. On error the
 /// staging folder is removed.
 ///
-/// Each table is sorted as [`schema`](super::schema) says (by the strings the integers stand
-/// for, passage ids compared as [`passage_id`] makes them) and streamed into its Parquet file
+/// Each table is sorted as its module says (by the strings the integers stand for, passage
+/// ids compared as [`passage_id`] makes them) and streamed into its Parquet file
 /// [`BATCH_ROWS`] rows at a time: besides the caller's columns, the writer holds one batch of
 /// a table, a `u32` rank per passage and per concept, and the Parquet writer's row group. The
 /// vectors are taken: each embedding table's Arrow array is made over the given `Vec<f32>`
@@ -647,12 +514,15 @@ pub fn write_run_columns(
 /// [`write_run_columns`] into a run the caller started (and may have written other files
 /// of, such as [`text_embeddings`](super::text_embeddings), while its other stages ran).
 ///
+/// Each table's module writes it; the orders several tables share (concepts by id, passages
+/// by id, the sorted rows of `document_concepts` and `mentions`) are computed here once and
+/// handed to each.
+///
 /// # Errors
 /// Those of [`write_run_columns`].
-#[allow(clippy::too_many_lines)]
-pub fn write_run_columns_into<'a>(
+pub fn write_run_columns_into(
     mut w: RunWriter,
-    cols: RunColumns<'a>,
+    cols: RunColumns<'_>,
     embedder: &EmbedderIdentity,
     parameters: serde_json::Value,
     input_fingerprint: String,
@@ -661,13 +531,12 @@ pub fn write_run_columns_into<'a>(
     let dim = embedder.dim;
     check(&cols, dim)?;
     let run_id = w.run_id().to_owned();
-    let run_id = run_id.as_str();
     let RunColumns {
         lookups: l,
         mut concepts,
         mut concept_edges,
         mut document_concepts,
-        mut concept_evidence,
+        concept_evidence,
         entities: es,
         mut mentions,
         relationships: rel,
@@ -676,7 +545,7 @@ pub fn write_run_columns_into<'a>(
         lineage,
         membership: rows,
         reports: r,
-        mut report_sources,
+        report_sources,
         report_embeddings: re,
         document_embeddings,
     } = cols;
@@ -688,43 +557,12 @@ pub fn write_run_columns_into<'a>(
             community_ids[c as usize]
         }
     };
-    let nd = l.num_documents();
-    let schema = documents::schema();
-    w.write_parquet_batches(
-        documents::FILE,
-        &schema,
-        &[documents::DOCUMENT_KEY],
-        chunked(&schema, nd, |range| {
-            let docs: Vec<DocumentFields<'_>> = range.map(|d| l.document(d as u32)).collect();
-            Ok(vec![
-                strings(docs.iter().map(|d| d.key)),
-                strings(docs.iter().map(|d| d.title)),
-                Arc::new(Int32Array::from_iter(docs.iter().map(|d| d.year))),
-                u32s(docs.iter().map(|d| d.num_passages)),
-                Arc::new(BooleanArray::from_iter(docs.iter().map(|d| Some(d.linked)))),
-            ])
-        }),
-    )?;
-
+    documents::write(&mut w, l)?;
     super::mapped::documents::write(&mut w, l)?;
-
-    let schema = passages::schema();
-    w.write_parquet_batches(
-        passages::FILE,
-        &schema,
-        &[passages::DOCUMENT_KEY, passages::POSITION],
-        chunked(&schema, l.num_passages(), |range| {
-            let ps: Vec<(u32, u32, &str)> = range.clone().map(|p| l.passage(p as u32)).collect();
-            Ok(vec![
-                passage_ids(l, range.map(|p| p as u32)),
-                strings(ps.iter().map(|p| l.document(p.0).key)),
-                u32s(ps.iter().map(|p| p.1)),
-                strings(ps.iter().map(|p| p.2)),
-            ])
-        }),
-    )?;
+    passages::write(&mut w, l)?;
     super::mapped::passages::write(&mut w, l)?;
 
+    // Every table naming a concept is sorted by concept id: one rank per concept index.
     let num_concepts = concepts
         .iter()
         .chain(concept_edges.iter().flat_map(|e| [&e.0, &e.1]))
@@ -734,41 +572,80 @@ pub fn write_run_columns_into<'a>(
         .max()
         .unwrap_or(0);
     let rank = concept_ranks(l, num_concepts);
-    let rk = |c: u32| rank[c as usize];
     // Stable, as the rows of equal ids keep their given order.
-    concepts.sort_by_key(|&c| rk(c));
-    let schema = concepts::schema();
-    w.write_parquet_batches(
-        concepts::FILE,
-        &schema,
-        &[concepts::CONCEPT_ID],
-        chunked(&schema, concepts.len(), |range| {
-            let cs = &concepts[range];
-            Ok(vec![
-                strings(cs.iter().map(|&c| l.concept_id(c))),
-                strings(cs.iter().map(|&c| l.preferred_term(c))),
-                list_of_strings(cs.iter().map(|&c| l.synonyms(c).iter().map(String::as_str))),
-            ])
-        }),
-    )?;
+    concepts.sort_by_key(|&c| rank[c as usize]);
+    concepts::write(&mut w, l, &concepts)?;
+    write_mapped_concepts(&mut w, l, &concepts)?;
+    concept_edges::sort(&mut concept_edges, &rank);
+    write_mapped_concept_edges(&mut w, l, &concepts, &concept_edges, num_concepts)?;
+    concept_edges::write(&mut w, l, &concept_edges)?;
+    document_concepts::sort(&mut document_concepts, &rank);
+    document_concepts::write(&mut w, l, &document_concepts)?;
+    concept_postings::write(&mut w, l, &document_concepts, &rank)?;
+    drop(document_concepts);
 
-    // The engine's concept rows and term index, mapped: same rows as concepts.parquet.
-    super::mapped::concepts::write(&mut w, concepts.len(), |r| {
+    // Likewise by passage id: concept_evidence, mentions and report_sources.
+    let prank = passage_ranks(l);
+    concept_evidence::write(&mut w, l, concept_evidence, &rank, &prank)?;
+    entities::write(&mut w, &es)?;
+    mentions::sort(&mut mentions, &prank);
+    super::mapped::entities::write(&mut w, &es, &mentions)?;
+    mentions::write(&mut w, l, &mentions)?;
+    drop(mentions);
+    relationships::write(&mut w, rel)?;
+    communities::write(&mut w, &cs, &cid)?;
+    membership::write(&mut w, &run_id, &rows, &cid)?;
+    reports::write(&mut w, &r, &cid)?;
+    drop(r);
+    write_mapped_communities(&mut w, &cs, &rows, &report_sources, &cid)?;
+    report_sources::write(&mut w, l, report_sources, &prank, &cid)?;
+    drop(prank);
+
+    let (vectors, vector_communities) = report_embeddings::write(&mut w, re, cs.len(), &cid, dim)?;
+    if embedder.normalized {
+        report_ivf::write(&mut w, &vectors, &vector_communities, dim)?;
+    }
+    drop(vectors);
+    document_embeddings::write(&mut w, l, document_embeddings, dim)?;
+    write_text_index(&mut w, l)?;
+    if let Some(lineage) = lineage {
+        community_lineage::write(&mut w, &lineage)?;
+        w.set_lineage(lineage.parent_run_id, lineage.next_community_id);
+    }
+    w.finish(parameters, embedder.clone(), input_fingerprint, stats)
+}
+
+/// The engine's concept rows and term index, mapped: the rows of `concepts.parquet`
+/// (`concepts`, sorted by id).
+fn write_mapped_concepts(w: &mut RunWriter, l: &dyn RunLookups, concepts: &[u32]) -> Result<()> {
+    super::mapped::concepts::write(w, concepts.len(), |r| {
         (l.concept_id(concepts[r]), l.preferred_term(concepts[r]))
     })?;
-    super::mapped::terms::write(&mut w, concepts.len(), |r| {
+    super::mapped::terms::write(w, concepts.len(), |r| {
         let c = concepts[r as usize];
         (l.preferred_term(c), l.synonyms(c))
-    })?;
+    })
+}
 
-    concept_edges.sort_by(|a, b| (rk(a.0), rk(a.1), a.2).cmp(&(rk(b.0), rk(b.1), b.2)));
-    concept_edges.dedup_by(|a, b| (rk(a.0), rk(a.1), a.2) == (rk(b.0), rk(b.1), b.2));
-    // The hierarchy by concept rows, for the engine (same edges, same order).
+/// The hierarchy by concept rows, for the engine: the edges of `concept_edges.parquet`
+/// (`edges`, sorted), same order, each end the row of `concepts.parquet` (`concepts`, sorted by
+/// id) holding it.
+///
+/// # Errors
+/// [`EngineError::Internal`] for an edge naming a concept `concepts` lacks; as
+/// [`write_run_columns`].
+fn write_mapped_concept_edges(
+    w: &mut RunWriter,
+    l: &dyn RunLookups,
+    concepts: &[u32],
+    edges: &[(u32, u32, &str)],
+    num_concepts: usize,
+) -> Result<()> {
     let mut row_of = vec![u32::MAX; num_concepts];
     for (r, &c) in concepts.iter().enumerate() {
         row_of[c as usize] = r as u32;
     }
-    if let Some(e) = concept_edges
+    if let Some(e) = edges
         .iter()
         .find(|e| row_of[e.0 as usize] == u32::MAX || row_of[e.1 as usize] == u32::MAX)
     {
@@ -778,316 +655,50 @@ pub fn write_run_columns_into<'a>(
             l.concept_id(e.1)
         )));
     }
-    super::mapped::concept_edges::write(&mut w, concept_edges.len(), |r| {
-        let e = &concept_edges[r];
+    super::mapped::concept_edges::write(w, edges.len(), |r| {
+        let e = &edges[r];
         (row_of[e.0 as usize], row_of[e.1 as usize], e.2)
-    })?;
-    let schema = concept_edges::schema();
-    w.write_parquet_batches(
-        concept_edges::FILE,
-        &schema,
-        &[concept_edges::CHILD, concept_edges::PARENT],
-        chunked(&schema, concept_edges.len(), |range| {
-            let es = &concept_edges[range];
-            Ok(vec![
-                strings(es.iter().map(|e| l.concept_id(e.0))),
-                strings(es.iter().map(|e| l.concept_id(e.1))),
-                strings(es.iter().map(|e| e.2)),
-            ])
-        }),
-    )?;
+    })
+}
 
-    let dc_key = |r: &(&'a str, u32, u32)| -> (&'a str, u32, u32) { (r.0, r.1, rk(r.2)) };
-    document_concepts.sort_unstable_by(|a, b| dc_key(a).cmp(&dc_key(b)));
-    document_concepts.dedup_by(|a, b| dc_key(a) == dc_key(b));
-    let dc = &document_concepts;
-    let schema = document_concepts::schema();
-    w.write_parquet_batches(
-        document_concepts::FILE,
-        &schema,
-        &[
-            document_concepts::NODE_FIELD,
-            document_concepts::DOCUMENT_KEY,
-            document_concepts::CONCEPT_ID,
-        ],
-        chunked(&schema, dc.len(), |range| {
-            let rows = &dc[range];
-            Ok(vec![
-                strings(rows.iter().map(|r| l.document(r.1).key)),
-                strings(rows.iter().map(|r| r.0)),
-                strings(rows.iter().map(|r| l.concept_id(r.2))),
-            ])
-        }),
-    )?;
-    write_concept_postings(&mut w, l, dc, &rank)?;
-    drop(document_concepts);
-
-    let prank = passage_ranks(l);
-    let pk = |p: u32| prank[p as usize];
-    let ev_key = |r: &(u32, u32, u32, Option<u32>)| (r.0, rk(r.1), r.2, r.3.map(pk));
-    concept_evidence.sort_unstable_by_key(ev_key);
-    concept_evidence.dedup_by(|a, b| ev_key(a) == ev_key(b));
-    let ev = &concept_evidence;
-    let schema = concept_evidence::schema();
-    w.write_parquet_batches(
-        concept_evidence::FILE,
-        &schema,
-        &[
-            concept_evidence::DOCUMENT_KEY,
-            concept_evidence::CONCEPT_ID,
-            concept_evidence::WAY,
-        ],
-        chunked(&schema, ev.len(), |range| {
-            let rows = &ev[range];
-            let mut id = String::new();
-            let mut ids = StringBuilder::new();
-            for r in rows {
-                match r.3 {
-                    Some(p) => {
-                        let (d, pos, _) = l.passage(p);
-                        id.clear();
-                        push_passage_id(&mut id, l.document(d).key, pos);
-                        ids.append_value(&id);
-                    }
-                    None => ids.append_null(),
-                }
-            }
-            Ok(vec![
-                strings(rows.iter().map(|r| l.document(r.0).key)),
-                strings(rows.iter().map(|r| l.concept_id(r.1))),
-                u32s(rows.iter().map(|r| r.2)),
-                Arc::new(ids.finish()),
-            ])
-        }),
-    )?;
-    drop(concept_evidence);
-
-    let schema = entities::schema();
-    w.write_parquet_batches(
-        entities::FILE,
-        &schema,
-        &[entities::ENTITY_ID],
-        chunked(&schema, es.len(), |range| {
-            let rows = &es[range.clone()];
-            Ok(vec![
-                u32s(range.start as u32..range.end as u32),
-                strings(rows.iter().map(|e| e.concept_id.as_str())),
-                strings(rows.iter().map(|e| e.name.as_str())),
-                u32s(rows.iter().map(|e| e.num_passages)),
-                Arc::new(Float64Array::from_iter_values(
-                    rows.iter().map(|e| e.degree),
-                )),
-            ])
-        }),
-    )?;
-
-    mentions.sort_unstable_by_key(|m| (m.0, pk(m.1), m.2));
-    super::mapped::entities::write(&mut w, &es, &mentions)?;
-    let schema = mentions::schema();
-    w.write_parquet_batches(
-        mentions::FILE,
-        &schema,
-        &[mentions::ENTITY_ID, mentions::PASSAGE_ID],
-        chunked(&schema, mentions.len(), |range| {
-            let rows = &mentions[range];
-            Ok(vec![
-                u32s(rows.iter().map(|r| r.0)),
-                passage_ids(l, rows.iter().map(|r| r.1)),
-                u32s(rows.iter().map(|r| r.2)),
-            ])
-        }),
-    )?;
-    drop(mentions);
-
-    let schema = relationships::schema();
-    w.write_parquet_batches(
-        relationships::FILE,
-        &schema,
-        &[relationships::SOURCE, relationships::TARGET],
-        chunked(&schema, rel.len(), |range| {
-            let rows = &rel[range];
-            Ok(vec![
-                u32s(rows.iter().map(|e| e.0)),
-                u32s(rows.iter().map(|e| e.1)),
-                Arc::new(Float64Array::from_iter_values(rows.iter().map(|e| e.2))),
-            ])
-        }),
-    )?;
-
-    let b = batch(
-        communities::schema(),
-        vec![
-            u32s((0..cs.len() as u32).map(cid)),
-            u32s(cs.iter().map(|c| c.level)),
-            Arc::new(UInt32Array::from_iter(cs.iter().map(|c| c.parent.map(cid)))),
-            u32s(cs.iter().map(|c| c.size)),
-            Arc::new(BooleanArray::from_iter(cs.iter().map(|c| Some(c.is_leaf)))),
-        ],
-    )?;
-    w.write_parquet(communities::FILE, &b, &[communities::COMMUNITY_ID])?;
-
-    let schema = membership::schema();
-    w.write_parquet_batches(
-        membership::FILE,
-        &schema,
-        &[membership::LEVEL, membership::ENTITY_ID],
-        chunked(&schema, rows.len(), |range| {
-            let rows = &rows[range];
-            Ok(vec![
-                strings(rows.iter().map(|_| run_id)),
-                u32s(rows.iter().map(|r| r.level)),
-                u32s(rows.iter().map(|r| r.entity)),
-                u32s(rows.iter().map(|r| cid(r.community))),
-                Arc::new(UInt32Array::from_iter(
-                    rows.iter().map(|r| r.parent.map(cid)),
-                )),
-                Arc::new(BooleanArray::from_iter(
-                    rows.iter().map(|r| Some(r.is_leaf)),
-                )),
-            ])
-        }),
-    )?;
-
-    let schema = reports::schema();
-    w.write_parquet_batches(
-        reports::FILE,
-        &schema,
-        &[reports::COMMUNITY_ID],
-        chunked(&schema, r.len(), |range| {
-            let rs = &r[range.clone()];
-            Ok(vec![
-                u32s((range.start as u32..range.end as u32).map(cid)),
-                u32s(rs.iter().map(|x| x.level)),
-                strings(rs.iter().map(|x| x.title.as_str())),
-                strings(rs.iter().map(|x| x.summary.as_str())),
-                list_of_strings(rs.iter().map(|x| x.findings.iter().map(String::as_str))),
-                Arc::new(Float64Array::from_iter_values(rs.iter().map(|x| x.rank))),
-                strings(rs.iter().map(|x| x.full_content.as_str())),
-            ])
-        }),
-    )?;
-    drop(r);
-
-    // The engine's mapped copy: members and quoted passages by community row, ascending.
+/// The engine's mapped copy of the communities `cs` (row `c` under the public id `cid(c)`):
+/// members (from the `membership` rows) and quoted passages (from the `report_sources` rows)
+/// by community row, ascending.
+fn write_mapped_communities(
+    w: &mut RunWriter,
+    cs: &[CommunityRecord],
+    membership: &[MembershipRecord],
+    report_sources: &[(u32, u32)],
+    cid: &dyn Fn(u32) -> u32,
+) -> Result<()> {
     let members = {
-        let mut pairs: Vec<(u32, u32)> = rows.iter().map(|m| (m.community, m.entity)).collect();
+        let mut pairs: Vec<(u32, u32)> =
+            membership.iter().map(|m| (m.community, m.entity)).collect();
         pairs.sort_unstable();
         Csr::from_pairs(cs.len(), &pairs)
     };
     let quoted = {
-        let mut pairs = report_sources.clone();
+        let mut pairs = report_sources.to_vec();
         pairs.sort_unstable();
         pairs.dedup();
         Csr::from_pairs(cs.len(), &pairs)
     };
     let levels: Vec<(u32, Option<u32>)> = cs.iter().map(|c| (c.level, c.parent)).collect();
     super::mapped::communities::write(
-        &mut w,
+        w,
         &super::mapped::communities::CommunityInput {
-            ids: &cid,
+            ids: cid,
             levels: &levels,
             members: &members,
             report_sources: &quoted,
         },
-    )?;
-    drop((members, quoted, levels));
+    )
+}
 
-    report_sources.sort_unstable_by_key(|r| (r.0, pk(r.1)));
-    report_sources.dedup_by_key(|r| (r.0, pk(r.1)));
-    let schema = report_sources::schema();
-    w.write_parquet_batches(
-        report_sources::FILE,
-        &schema,
-        &[report_sources::COMMUNITY_ID, report_sources::PASSAGE_ID],
-        chunked(&schema, report_sources.len(), |range| {
-            let rows = &report_sources[range];
-            Ok(vec![
-                u32s(rows.iter().map(|r| cid(r.0))),
-                passage_ids(l, rows.iter().map(|r| r.1)),
-            ])
-        }),
-    )?;
-    drop(report_sources);
-    drop(prank);
-
-    let vector_communities: Vec<u32> = if re.communities.is_empty() {
-        (0..cs.len() as u32).map(cid).collect()
-    } else {
-        re.communities.into_iter().map(cid).collect()
-    };
-    let list = vector_array(re.values, dim)?;
-    let b = batch(
-        report_embeddings::schema(dim),
-        vec![u32s(vector_communities.iter().copied()), Arc::new(list)],
-    )?;
-    write_vectors(
-        &mut w,
-        report_embeddings::FILE,
-        &b,
-        report_embeddings::COMMUNITY_ID,
-    )?;
-    w.write_ipc(report_embeddings::IPC_FILE, &b)?;
-    if embedder.normalized
-        && let Some(params) = crate::ivf::IvfParams::for_rows(vector_communities.len())
-    {
-        let values = vector_values(&b);
-        let part = crate::ivf::build(values, dim, &params);
-        let index = crate::ivf::IvfIndex::from_partition(values, dim, &part);
-        let cb = batch(
-            report_ivf::centroids_schema(dim),
-            vec![
-                u32s(0..index.lists() as u32),
-                Arc::new(vector_array(index.centroids().to_vec(), dim)?),
-            ],
-        )?;
-        w.write_ipc(report_ivf::CENTROIDS_FILE, &cb)?;
-        let entries: Vec<_> = index.entries().collect();
-        let codes = FixedSizeListArray::try_new(
-            report_ivf::code_item_field(),
-            i32::try_from(dim)
-                .map_err(|_| EngineError::Internal("embedding dim too large".into()))?,
-            Arc::new(Int8Array::from_iter_values(
-                entries.iter().flat_map(|e| e.code.iter().copied()),
-            )),
-            None,
-        )
-        .map_err(arrow_err)?;
-        let lb = batch(
-            report_ivf::lists_schema(dim),
-            vec![
-                u32s(entries.iter().map(|e| e.list)),
-                u32s(entries.iter().map(|e| vector_communities[e.row as usize])),
-                Arc::new(Float32Array::from_iter_values(
-                    entries.iter().map(|e| e.scale),
-                )),
-                Arc::new(codes),
-            ],
-        )?;
-        w.write_ipc(report_ivf::LISTS_FILE, &lb)?;
-    }
-    drop(b);
-
-    let mut keys = StringBuilder::new();
-    for d in 0..nd as u32 {
-        keys.append_value(l.document(d).key);
-    }
-    let b = batch(
-        document_embeddings::schema(dim),
-        vec![
-            Arc::new(keys.finish()),
-            Arc::new(vector_array(document_embeddings, dim)?),
-        ],
-    )?;
-    write_vectors(
-        &mut w,
-        document_embeddings::FILE,
-        &b,
-        document_embeddings::DOCUMENT_KEY,
-    )?;
-    w.write_ipc(document_embeddings::IPC_FILE, &b)?;
-    drop(b);
-
-    // Full-text index of documents (title + passages), for keyword clauses and query ranking.
+/// Writes the full-text index of the documents of `l` (title + passages), for keyword clauses
+/// and query ranking.
+fn write_text_index(w: &mut RunWriter, l: &dyn RunLookups) -> Result<()> {
+    let nd = l.num_documents();
     let np = l.num_passages() as u32;
     let mut next = 0u32;
     let text_docs = (0..nd as u32).map(|d| {
@@ -1106,52 +717,41 @@ pub fn write_run_columns_into<'a>(
         &w.staging_dir().join(crate::text::TEXT_INDEX_DIR),
         text_docs,
     )?;
-    w.register_dir(crate::text::TEXT_INDEX_DIR)?;
-
-    if let Some(lineage) = lineage {
-        write_lineage(&mut w, &lineage)?;
-        w.set_lineage(lineage.parent_run_id, lineage.next_community_id);
-    }
-
-    w.finish(parameters, embedder.clone(), input_fingerprint, stats)
+    w.register_dir(crate::text::TEXT_INDEX_DIR)
 }
 
-/// Writes [`community_lineage`], sorted by community id, then event.
-fn write_lineage(w: &mut RunWriter, lineage: &LineageColumns) -> Result<()> {
-    let mut rows: Vec<&LineageRecord> = lineage.rows.iter().collect();
-    rows.sort_by(|a, b| (a.community_id, a.event).cmp(&(b.community_id, b.event)));
-    let mut predecessors =
-        ListBuilder::new(arrow_array::builder::UInt32Builder::new()).with_field(Arc::new(
-            arrow_schema::Field::new("item", arrow_schema::DataType::UInt32, false),
+/// Maps an embedding IPC file and checks its schema and row count.
+pub(crate) fn map_embeddings(
+    path: &std::path::Path,
+    schema: &arrow_schema::SchemaRef,
+    rows: impl Into<Option<usize>>,
+) -> Result<RecordBatch> {
+    let rows: Option<usize> = rows.into();
+    let buffer = mmap::map_file(path)?;
+    let batches = mmap::decode_ipc_file(path, &buffer)?;
+    let batch = match batches.len() {
+        0 => RecordBatch::new_empty(schema.clone()),
+        1 => batches
+            .into_iter()
+            .next()
+            .unwrap_or_else(|| RecordBatch::new_empty(schema.clone())),
+        _ => arrow_select::concat::concat_batches(&batches[0].schema(), &batches).map_err(|e| {
+            EngineError::corrupt_because(path, "record batches do not concatenate", e)
+        })?,
+    };
+    crate::format::reader::check_schema(path, &batch.schema(), schema)?;
+    if let Some(rows) = rows
+        && batch.num_rows() != rows
+    {
+        return Err(EngineError::corrupt(
+            path,
+            format!("{} embeddings for {rows} rows", batch.num_rows()),
         ));
-    for r in &rows {
-        predecessors.values().append_slice(&r.predecessors);
-        predecessors.append(true);
     }
-    let b = batch(
-        community_lineage::schema(),
-        vec![
-            u32s(rows.iter().map(|r| r.community_id)),
-            u32s(rows.iter().map(|r| r.level)),
-            strings(rows.iter().map(|r| r.event)),
-            Arc::new(UInt32Array::from_iter(
-                rows.iter().map(|r| r.predecessor.map(|p| p.0)),
-            )),
-            Arc::new(Float64Array::from_iter(
-                rows.iter().map(|r| r.predecessor.map(|p| p.1)),
-            )),
-            Arc::new(predecessors.finish()),
-            Arc::new(UInt32Array::from_iter(rows.iter().map(|r| r.successor))),
-            Arc::new(UInt32Array::from_iter(rows.iter().map(|r| r.size))),
-            Arc::new(UInt32Array::from_iter(rows.iter().map(|r| r.previous_size))),
-            strings(rows.iter().map(|r| r.fingerprint.as_str())),
-        ],
-    )?;
-    w.write_parquet(
-        community_lineage::FILE,
-        &b,
-        &[community_lineage::COMMUNITY_ID, community_lineage::EVENT],
-    )
+    if batch.num_columns() < 2 || batch.column(1).null_count() > 0 {
+        return Err(EngineError::corrupt(path, "embedding column holds nulls"));
+    }
+    Ok(batch)
 }
 
 /// The ids of passage rows `ps`, formatted by [`push_passage_id`] into one reused buffer.
