@@ -8,7 +8,6 @@ use roaring::RoaringBitmap;
 
 use super::Csr;
 // The reader lives with its table; the snapshot calls it by this name.
-pub(crate) use crate::format::tables::concept_evidence::read as read_concept_evidence;
 
 /// Marks a way's entry that needs no passage (the title alone).
 pub(crate) const TITLE: u32 = u32::MAX;

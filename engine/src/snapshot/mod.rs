@@ -27,10 +27,7 @@ use crate::format::mapped::entities::EntityColumns;
 use crate::format::mapped::passages::PassageColumns;
 use crate::format::mapped::terms::TermIndex;
 use crate::format::mapped::{self, Primitives};
-use crate::format::tables::concept_postings::read as read_concept_postings;
 use crate::format::tables::map_embeddings;
-use crate::format::tables::report_embeddings::offsets as report_offsets;
-use crate::format::tables::report_ivf::read as read_ivf;
 use crate::format::tables::{
     communities, concept_edges, concept_evidence, concept_postings, concepts, document_concepts,
     document_embeddings, documents, entities, membership, mentions, passages, report_embeddings,
@@ -402,8 +399,11 @@ impl Snapshot {
             &report_embeddings::schema(dim),
             None,
         )?;
-        let report_offsets =
-            report_offsets(&p(report_embeddings::IPC_FILE), &embeddings, &community_ids)?;
+        let report_offsets = report_embeddings::offsets(
+            &p(report_embeddings::IPC_FILE),
+            &embeddings,
+            &community_ids,
+        )?;
         drop(community_ids);
         let num_documents = documents.keys.len();
         let document_embeddings = map_embeddings(
@@ -413,7 +413,7 @@ impl Snapshot {
         )?;
         let ivf = if manifest.file(report_ivf::LISTS_FILE).is_some() {
             let group_rows: Vec<u32> = report_offsets.windows(2).map(|w| w[1] - w[0]).collect();
-            Some(read_ivf(dir, dim, &group_rows)?)
+            Some(report_ivf::read(dir, dim, &group_rows)?)
         } else {
             None
         };
@@ -424,7 +424,7 @@ impl Snapshot {
             read_vocabulary(dir, &manifest, &|k: &str| keys.find_sorted(k), !precomputed)?;
         let mut concept_index = concept_index::ConceptIndex::build(&vocabulary, terms);
         if precomputed {
-            let (postings, linked) = read_concept_postings(
+            let (postings, linked) = concept_postings::read(
                 &p(concept_postings::FILE),
                 &vocabulary.concepts,
                 num_documents,
@@ -637,7 +637,7 @@ impl Snapshot {
         if !self.has_concept_evidence() {
             return Ok(None);
         }
-        evidence::read_concept_evidence(
+        concept_evidence::read(
             &self.dir,
             Some(self.run_id()),
             documents,
@@ -892,7 +892,7 @@ mod tests {
         .unwrap();
         w.write(&b).unwrap();
         w.finish().unwrap();
-        let err = read_concept_postings(&bad, &vocabulary.concepts, 4).unwrap_err();
+        let err = concept_postings::read(&bad, &vocabulary.concepts, 4).unwrap_err();
         assert!(
             err.to_string().contains("row 0") && err.to_string().contains("out of range"),
             "{err}"
