@@ -517,18 +517,17 @@ pub(crate) fn search(
     vector: Option<&Scores>,
 ) -> ConceptAnswer {
     let idx = &snap.concept_index;
-    let Some(postings) = idx.postings.get(&req.node_field) else {
+    let Some(field) = idx
+        .postings
+        .field(&req.node_field, &snap.vocabulary.concepts)
+    else {
         let mut a = ConceptAnswer::nothing(
             ConceptStatus::UnknownNodeField,
             req.direction,
             &format!(
                 "the run has no node field {:?} (it has {:?})",
                 req.node_field,
-                {
-                    let mut f: Vec<&String> = idx.postings.keys().collect();
-                    f.sort();
-                    f
-                }
+                idx.postings.field_names().collect::<Vec<_>>()
             ),
         );
         a.run_id = Some(snap.run_id().to_owned());
@@ -544,6 +543,23 @@ pub(crate) fn search(
     .unwrap_or_else(|| vec![resolved.concepts.clone()]);
     let mut expanded: Vec<u32> = by_hops.iter().flatten().copied().collect();
     expanded.sort_unstable();
+    expanded.dedup();
+    // The document sets of the concepts the query touches, decoded once (on first use in the
+    // run's life: see `concept_postings`).
+    let mut postings: HashMap<u32, &RoaringBitmap> = HashMap::with_capacity(expanded.len());
+    for &c in &expanded {
+        match field.get(c) {
+            Ok(Some(b)) => {
+                postings.insert(c, b);
+            }
+            Ok(None) => {}
+            Err(e) => return postings_failed(snap, req, &e),
+        }
+    }
+    let linked_documents = match field.linked() {
+        Ok(b) => b,
+        Err(e) => return postings_failed(snap, req, &e),
+    };
     // Visible in-scope documents.
     let mut allowed = RoaringBitmap::new();
     allowed.insert_range(0..snap.num_documents() as u32);
@@ -558,7 +574,10 @@ pub(crate) fn search(
     // folding `|=` over dozens of array containers rebuilt a growing array at every step (the
     // p99 of `query-bench`: 1.2 ms → 0.3 ms at 1M documents). Small ones fold, which avoids
     // promoting a few short arrays to 8 KiB bitmaps.
-    let parts: Vec<&RoaringBitmap> = expanded.iter().filter_map(|c| postings.get(c)).collect();
+    let parts: Vec<&RoaringBitmap> = expanded
+        .iter()
+        .filter_map(|c| postings.get(c).copied())
+        .collect();
     let mut filter: RoaringBitmap = if parts.iter().map(|b| b.len()).sum::<u64>() <= 4096 {
         parts.iter().fold(RoaringBitmap::new(), |mut acc, b| {
             acc |= *b;
@@ -733,7 +752,7 @@ pub(crate) fn search(
                 }
                 let mut at: RoaringBitmap = group
                     .iter()
-                    .filter_map(|c| postings.get(c))
+                    .filter_map(|c| postings.get(c).copied())
                     .collect::<Vec<_>>()
                     .into_iter()
                     .union();
@@ -795,7 +814,7 @@ pub(crate) fn search(
         .collect();
     let num_about_itself = sample.iter().filter(|h| h.hops == 0).count();
 
-    let linked = idx.linked.get(&req.node_field).map_or(0, |b| {
+    let linked = linked_documents.map_or(0, |b| {
         let mut n = b.intersection_len(&allowed);
         if by_evidence {
             let partial = &(b & &allowed) & &withdrawn.partial_documents;
@@ -890,6 +909,18 @@ pub(crate) fn search(
 }
 
 /// The answer of a search whose full-text leg failed: `failed`, naming the leg.
+/// The answer when the document sets of the asked concepts cannot be read from the run.
+fn postings_failed(snap: &Snapshot, req: &ConceptRequest, e: &EngineError) -> ConceptAnswer {
+    let message = e.to_string();
+    let mut a = ConceptAnswer::nothing(ConceptStatus::Failed, req.direction, &message);
+    a.run_id = Some(snap.run_id().to_owned());
+    a.failures.push(super::theme::Failure {
+        leg: "concepts".into(),
+        message,
+    });
+    a
+}
+
 fn text_failed(snap: &Snapshot, req: &ConceptRequest, message: String) -> ConceptAnswer {
     let mut a = ConceptAnswer::nothing(ConceptStatus::Failed, req.direction, &message);
     a.run_id = Some(snap.run_id().to_owned());

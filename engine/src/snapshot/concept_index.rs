@@ -1,12 +1,18 @@
 //! The concept side of a snapshot: term lookup, the hierarchy per relation, and per node field
-//! the documents holding each concept (roaring bitmaps), built once when a run is opened.
+//! the documents holding each concept (roaring bitmaps): read in place from
+//! `concept_postings.arrow` and decoded per concept on first use, or, for runs without that
+//! file, built when the run is opened.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
+use std::ops::Range;
 
 use roaring::RoaringBitmap;
 
 use super::{Csr, VocabularyTables};
+use crate::error::Result;
+use crate::format::mapped::concepts::ConceptColumns;
 use crate::format::mapped::terms::TermIndex;
+use crate::format::tables::concept_postings::MappedPostings;
 
 /// The key under which terms are looked up: the one rule the pipeline links by
 /// (`"Myocardial  INFARCTION"` → `"myocardial infarction"`).
@@ -22,15 +28,112 @@ pub struct Hierarchy {
 }
 
 /// Lookup structures for concept queries.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Default)]
 pub struct ConceptIndex {
     terms: TermIndex,
     /// Hierarchy per relation name.
     pub relations: HashMap<String, Hierarchy>,
-    /// Per node field: concept → documents whose field holds it.
-    pub postings: HashMap<String, HashMap<u32, RoaringBitmap>>,
-    /// Per node field: documents holding at least one concept in it.
-    pub linked: HashMap<String, RoaringBitmap>,
+    /// Per node field: the documents holding each concept, and those holding any.
+    pub(crate) postings: Postings,
+}
+
+/// The documents holding each concept, per node field.
+#[derive(Debug, Default)]
+pub(crate) struct Postings {
+    fields: BTreeMap<String, FieldPostings>,
+    mapped: Option<MappedPostings>,
+}
+
+/// One node field's postings.
+#[derive(Debug)]
+enum FieldPostings {
+    /// Built at open from `document_concepts` (runs without `concept_postings.arrow`).
+    Built {
+        concepts: HashMap<u32, RoaringBitmap>,
+        linked: RoaringBitmap,
+    },
+    /// Rows of the mapped `concept_postings.arrow`: all linked documents, and the concepts'.
+    Mapped {
+        linked: Option<usize>,
+        concepts: Range<usize>,
+    },
+}
+
+/// One node field's postings as a query reads them (see [`Postings::field`]).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct FieldView<'a> {
+    field: &'a FieldPostings,
+    mapped: Option<&'a MappedPostings>,
+    concepts: &'a ConceptColumns,
+}
+
+impl<'a> FieldView<'a> {
+    /// The documents whose field holds concept row `c` (none when no document does).
+    ///
+    /// # Errors
+    /// [`crate::EngineError::Corrupt`] when the mapped set of `c` does not decode.
+    pub(crate) fn get(&self, c: u32) -> Result<Option<&'a RoaringBitmap>> {
+        match (self.field, self.mapped) {
+            (FieldPostings::Built { concepts, .. }, _) => Ok(concepts.get(&c)),
+            (FieldPostings::Mapped { concepts, .. }, Some(file)) => {
+                let id = self.concepts.ids.get(c as usize);
+                if id.is_empty() {
+                    return Ok(None);
+                }
+                file.find(concepts.clone(), id)
+                    .map(|r| file.documents(r))
+                    .transpose()
+            }
+            (FieldPostings::Mapped { .. }, None) => Ok(None),
+        }
+    }
+
+    /// The documents holding at least one concept in the field.
+    ///
+    /// # Errors
+    /// As [`FieldView::get`].
+    pub(crate) fn linked(&self) -> Result<Option<&'a RoaringBitmap>> {
+        match (self.field, self.mapped) {
+            (FieldPostings::Built { linked, .. }, _) => Ok(Some(linked)),
+            (FieldPostings::Mapped { linked, .. }, Some(file)) => {
+                linked.map(|r| file.documents(r)).transpose()
+            }
+            (FieldPostings::Mapped { .. }, None) => Ok(None),
+        }
+    }
+}
+
+impl Postings {
+    /// The postings of the mapped `concept_postings.arrow`.
+    pub(crate) fn mapped(file: MappedPostings) -> Self {
+        let fields = file
+            .fields()
+            .into_iter()
+            .map(|(name, linked, concepts)| (name, FieldPostings::Mapped { linked, concepts }))
+            .collect();
+        Self {
+            fields,
+            mapped: Some(file),
+        }
+    }
+
+    /// Node field `name`, whose concept rows are those of `concepts` (the run's vocabulary).
+    pub(crate) fn field<'a>(
+        &'a self,
+        name: &str,
+        concepts: &'a ConceptColumns,
+    ) -> Option<FieldView<'a>> {
+        self.fields.get(name).map(|field| FieldView {
+            field,
+            mapped: self.mapped.as_ref(),
+            concepts,
+        })
+    }
+
+    /// The node fields, ascending.
+    pub(crate) fn field_names(&self) -> impl Iterator<Item = &str> {
+        self.fields.keys().map(String::as_str)
+    }
 }
 
 impl ConceptIndex {
@@ -93,11 +196,20 @@ impl ConceptIndex {
                 }
             }
         }
+        let fields = postings
+            .into_iter()
+            .map(|(field, concepts)| {
+                let linked = linked.remove(&field).unwrap_or_default();
+                (field, FieldPostings::Built { concepts, linked })
+            })
+            .collect();
         Self {
             terms,
             relations,
-            postings,
-            linked,
+            postings: Postings {
+                fields,
+                mapped: None,
+            },
         }
     }
 

@@ -424,13 +424,9 @@ impl Snapshot {
             read_vocabulary(dir, &manifest, &|k: &str| keys.find_sorted(k), !precomputed)?;
         let mut concept_index = concept_index::ConceptIndex::build(&vocabulary, terms);
         if precomputed {
-            let (postings, linked) = concept_postings::read(
-                &p(concept_postings::FILE),
-                &vocabulary.concepts,
-                num_documents,
-            )?;
-            concept_index.postings = postings;
-            concept_index.linked = linked;
+            concept_index.postings = concept_index::Postings::mapped(
+                concept_postings::MappedPostings::open(&p(concept_postings::FILE), num_documents)?,
+            );
         }
         let text_index = crate::text::TextIndex::open(&p(crate::text::TEXT_INDEX_DIR))?;
         Ok(Self {
@@ -861,13 +857,29 @@ mod tests {
         assert_eq!(vocabulary.edges.len(), 2);
         assert_eq!(vocabulary.edges, from_parquet.edges);
         let built = concept_index::ConceptIndex::build(&vocabulary, terms);
-        assert_eq!(snap.concept_index.postings, built.postings);
-        assert_eq!(snap.concept_index.linked, built.linked);
+        let (mapped, built) = (&snap.concept_index.postings, &built.postings);
+        let names: Vec<&str> = mapped.field_names().collect();
+        assert_eq!(names, built.field_names().collect::<Vec<_>>());
+        assert_eq!(names, ["concept", "mesh"]);
+        let concepts = &vocabulary.concepts;
+        for name in names {
+            let (m, b) = (
+                mapped.field(name, concepts).unwrap(),
+                built.field(name, concepts).unwrap(),
+            );
+            assert_eq!(m.linked().unwrap(), b.linked().unwrap(), "{name}");
+            for c in 0..concepts.len() as u32 + 1 {
+                assert_eq!(m.get(c).unwrap(), b.get(c).unwrap(), "{name} {c}");
+            }
+        }
         let c1 = vocabulary.concepts.row("C1").unwrap();
-        let set: Vec<u32> = snap.concept_index.postings["concept"][&c1].iter().collect();
+        let field = mapped.field("concept", concepts).unwrap();
+        let set: Vec<u32> = field.get(c1).unwrap().unwrap().iter().collect();
         assert_eq!(set, vec![0, 2]);
-        let linked: Vec<u32> = snap.concept_index.linked["mesh"].iter().collect();
+        let mesh = mapped.field("mesh", concepts).unwrap();
+        let linked: Vec<u32> = mesh.linked().unwrap().unwrap().iter().collect();
         assert_eq!(linked, vec![1, 3]);
+        assert!(mapped.field("nope", concepts).is_none());
 
         // A document row out of range is refused, naming the file and row.
         let bad = dir.path().join("bad.arrow");
@@ -892,10 +904,40 @@ mod tests {
         .unwrap();
         w.write(&b).unwrap();
         w.finish().unwrap();
-        let err = concept_postings::read(&bad, &vocabulary.concepts, 4).unwrap_err();
-        assert!(
-            err.to_string().contains("row 0") && err.to_string().contains("out of range"),
-            "{err}"
-        );
+        // Opening maps it; the set is checked when first read, and the error stays.
+        let file = concept_postings::MappedPostings::open(&bad, 4).unwrap();
+        let postings = concept_index::Postings::mapped(file);
+        let field = postings.field("concept", concepts).unwrap();
+        for _ in 0..2 {
+            let err = field.get(c1).unwrap_err();
+            assert!(
+                err.to_string().contains("row 0") && err.to_string().contains("out of range"),
+                "{err}"
+            );
+        }
+        // Rows out of order are refused at open, naming the row.
+        let unsorted = dir.path().join("unsorted.arrow");
+        let b = RecordBatch::try_new(
+            concept_postings::schema(),
+            vec![
+                std::sync::Arc::new(arrow_array::StringArray::from(vec!["concept", "concept"])),
+                std::sync::Arc::new(arrow_array::StringArray::from(vec![Some("C2"), Some("C1")])),
+                std::sync::Arc::new(arrow_array::UInt64Array::from(vec![1u64, 1])),
+                std::sync::Arc::new(arrow_array::BinaryArray::from_vec(vec![
+                    &blob[..],
+                    &blob[..],
+                ])),
+            ],
+        )
+        .unwrap();
+        let mut w = arrow_ipc::writer::FileWriter::try_new(
+            std::fs::File::create(&unsorted).unwrap(),
+            &b.schema(),
+        )
+        .unwrap();
+        w.write(&b).unwrap();
+        w.finish().unwrap();
+        let err = concept_postings::MappedPostings::open(&unsorted, 4).unwrap_err();
+        assert!(err.to_string().contains("row 1"), "{err}");
     }
 }

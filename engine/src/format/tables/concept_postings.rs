@@ -6,17 +6,19 @@
 //! the table for analysis, and runs without this file are indexed from it at open).
 
 use std::collections::HashMap;
-use std::path::Path;
-use std::sync::Arc;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
 
 use arrow_array::cast::AsArray;
-use arrow_array::{Array, StringArray};
+use arrow_array::types::UInt64Type;
+use arrow_array::{Array, RecordBatch, StringArray};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
+use roaring::RoaringBitmap;
 
 use super::{RunLookups, batch, strings, utf8};
 use crate::error::{EngineError, Result};
 use crate::format::RunWriter;
-use crate::format::mapped::concepts::ConceptColumns;
 use crate::store::mmap;
 
 /// File name inside the run folder.
@@ -106,66 +108,155 @@ pub(crate) fn write(
     w.write_ipc(FILE, &b)
 }
 
-/// Per node field, concept → documents and all linked documents.
-pub(crate) type Postings = (
-    HashMap<String, HashMap<u32, roaring::RoaringBitmap>>,
-    HashMap<String, roaring::RoaringBitmap>,
-);
-
-/// Reads the file at `path`, checking every concept id against `vocabulary` and every
-/// document row against `num_documents`.
-///
-/// # Errors
-/// [`EngineError::Io`] when it cannot be mapped; [`EngineError::Corrupt`] naming the file
-/// (and the row) for anything else.
-pub(crate) fn read(
-    path: &Path,
-    vocabulary: &ConceptColumns,
+/// The file mapped in place: a row is found by binary search over (node field, concept id),
+/// and its document set is decoded (and checked) the first time a query asks for it, then
+/// kept for the life of the run. Opening touches the node fields and concept ids only, so the
+/// cost of an open does not grow with the number of (document, concept) pairs, and memory
+/// grows with the concepts queries touch.
+#[derive(Debug)]
+pub(crate) struct MappedPostings {
+    path: PathBuf,
+    batches: Vec<RecordBatch>,
+    /// First row of each batch, then the number of rows.
+    starts: Vec<usize>,
     num_documents: usize,
-) -> Result<Postings> {
-    let buffer = mmap::map_file(path)?;
-    let batches = mmap::decode_ipc_file(path, &buffer)?;
-    let mut postings: HashMap<String, HashMap<u32, roaring::RoaringBitmap>> = HashMap::new();
-    let mut linked: HashMap<String, roaring::RoaringBitmap> = HashMap::new();
-    let mut row = 0usize;
-    for b in &batches {
-        crate::format::reader::check_schema(path, &b.schema(), &schema())?;
-        let fields = b.column(0).as_string::<i32>();
-        let concepts = b.column(1).as_string::<i32>();
-        let counts = b.column(2).as_primitive::<arrow_array::types::UInt64Type>();
-        let blobs = b.column(3).as_binary::<i32>();
-        if fields.null_count() + counts.null_count() + blobs.null_count() > 0 {
-            return Err(EngineError::corrupt(path, "null values"));
+    decoded: Vec<OnceLock<Result<RoaringBitmap>>>,
+}
+
+impl MappedPostings {
+    /// Maps the file at `path` of a run of `num_documents` documents and checks its schema,
+    /// that no value is null but a concept id, and that rows are sorted by (node field,
+    /// concept id) with the field's row of all linked documents (null concept id) first and
+    /// no (field, concept) twice.
+    ///
+    /// # Errors
+    /// [`EngineError::Io`] when it cannot be mapped; [`EngineError::Corrupt`] naming the file
+    /// (and the row) for anything else.
+    pub(crate) fn open(path: &Path, num_documents: usize) -> Result<Self> {
+        let buffer = mmap::map_file(path)?;
+        let batches = mmap::decode_ipc_file(path, &buffer)?;
+        let mut starts = Vec::with_capacity(batches.len() + 1);
+        let mut rows = 0usize;
+        for b in &batches {
+            crate::format::reader::check_schema(path, &b.schema(), &schema())?;
+            let nulls =
+                b.column(0).null_count() + b.column(2).null_count() + b.column(3).null_count();
+            if nulls > 0 {
+                return Err(EngineError::corrupt(path, "null values"));
+            }
+            starts.push(rows);
+            rows += b.num_rows();
         }
-        for i in 0..b.num_rows() {
-            let bad = |why: String| EngineError::corrupt(path, format!("row {row}: {why}"));
-            let set = roaring::RoaringBitmap::deserialize_from(blobs.value(i))
-                .map_err(|e| bad(format!("documents: {e}")))?;
-            if set.len() != counts.value(i) {
-                return Err(bad(format!(
-                    "{} documents where num_documents says {}",
-                    set.len(),
-                    counts.value(i)
-                )));
+        starts.push(rows);
+        let file = Self {
+            path: path.to_owned(),
+            batches,
+            starts,
+            num_documents,
+            decoded: (0..rows).map(|_| OnceLock::new()).collect(),
+        };
+        for r in 1..rows {
+            let (a, b) = (
+                (file.field(r - 1), file.concept(r - 1)),
+                (file.field(r), file.concept(r)),
+            );
+            if a >= b {
+                return Err(EngineError::corrupt(
+                    path,
+                    format!(
+                        "row {r}: {b:?} does not follow {a:?} (rows must ascend by node field, then concept id)"
+                    ),
+                ));
             }
-            if set.max().is_some_and(|m| m as usize >= num_documents) {
-                return Err(bad(format!(
-                    "document row {} out of range ({num_documents} documents)",
-                    set.max().unwrap_or_default()
-                )));
-            }
-            let field = fields.value(i);
-            if concepts.is_null(i) {
-                linked.insert(field.to_owned(), set);
-            } else {
-                let id = concepts.value(i);
-                let c = vocabulary
-                    .row(id)
-                    .ok_or_else(|| bad(format!("concept {id:?} is not in concepts.parquet")))?;
-                postings.entry(field.to_owned()).or_default().insert(c, set);
-            }
-            row += 1;
         }
+        Ok(file)
     }
-    Ok((postings, linked))
+
+    /// Batch and row within it of row `r` (`r` < number of rows).
+    fn locate(&self, r: usize) -> (&RecordBatch, usize) {
+        let b = self.starts.partition_point(|&s| s <= r) - 1;
+        (&self.batches[b], r - self.starts[b])
+    }
+
+    fn field(&self, r: usize) -> &str {
+        let (b, i) = self.locate(r);
+        b.column(0).as_string::<i32>().value(i)
+    }
+
+    fn concept(&self, r: usize) -> Option<&str> {
+        let (b, i) = self.locate(r);
+        let c = b.column(1).as_string::<i32>();
+        c.is_valid(i).then(|| c.value(i))
+    }
+
+    /// Each node field with its rows: the row of all its linked documents (when present) and
+    /// the range of its concepts' rows, by field name.
+    pub(crate) fn fields(&self) -> Vec<(String, Option<usize>, Range<usize>)> {
+        let n = self.decoded.len();
+        let mut out = Vec::new();
+        let mut r = 0;
+        while r < n {
+            let field = self.field(r);
+            let end = r + (r..n).take_while(|&q| self.field(q) == field).count();
+            let linked = self.concept(r).is_none().then_some(r);
+            let first = r + usize::from(linked.is_some());
+            out.push((field.to_owned(), linked, first..end));
+            r = end;
+        }
+        out
+    }
+
+    /// The row among `rows` (one field's concept rows) of concept `id`, if the file has it.
+    pub(crate) fn find(&self, rows: Range<usize>, id: &str) -> Option<usize> {
+        let (mut lo, mut hi) = (rows.start, rows.end);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            match self.concept(mid).unwrap_or_default().cmp(id) {
+                std::cmp::Ordering::Less => lo = mid + 1,
+                std::cmp::Ordering::Greater => hi = mid,
+                std::cmp::Ordering::Equal => return Some(mid),
+            }
+        }
+        None
+    }
+
+    /// The document rows of row `r`, decoded on first use and checked: the count matches
+    /// `num_documents` and every row is below the run's number of documents.
+    ///
+    /// # Errors
+    /// [`EngineError::Corrupt`] naming the file and row (the same error at every later call).
+    pub(crate) fn documents(&self, r: usize) -> Result<&RoaringBitmap> {
+        let Some(cell) = self.decoded.get(r) else {
+            return Err(EngineError::corrupt(
+                &self.path,
+                format!("row {r} out of range"),
+            ));
+        };
+        cell.get_or_init(|| self.decode(r))
+            .as_ref()
+            .map_err(Clone::clone)
+    }
+
+    fn decode(&self, r: usize) -> Result<RoaringBitmap> {
+        let (b, i) = self.locate(r);
+        let bad = |why: String| EngineError::corrupt(&self.path, format!("row {r}: {why}"));
+        let blob = b.column(3).as_binary::<i32>().value(i);
+        let count = b.column(2).as_primitive::<UInt64Type>().value(i);
+        let set = RoaringBitmap::deserialize_from(blob).map_err(|e| {
+            EngineError::corrupt_because(&self.path, format!("row {r}: documents"), e)
+        })?;
+        if set.len() != count {
+            return Err(bad(format!(
+                "{} documents where num_documents says {count}",
+                set.len()
+            )));
+        }
+        if let Some(m) = set.max().filter(|&m| m as usize >= self.num_documents) {
+            return Err(bad(format!(
+                "document row {m} out of range ({} documents)",
+                self.num_documents
+            )));
+        }
+        Ok(set)
+    }
 }
