@@ -61,6 +61,22 @@ pub struct VocabularyTables {
 /// `snap.passage(p).document_key()`. Keys resolve to rows by binary search
 /// ([`Snapshot::document_row`], [`Snapshot::passage_row`], [`Snapshot::community_row`]). A
 /// row out of range reads as empty fields (see [`crate::format::mapped`] on damage).
+///
+/// ```no_run
+/// # fn show(engine: &agrag_engine::Engine) -> agrag_engine::Result<()> {
+/// let view = engine.view()?;
+/// let snap = view.snapshot().expect("a run is served");
+/// let p = snap.passage_row("pmid:21645374#2").expect("a passage of the run");
+/// println!("{} in {}", snap.passage(p).text(), snap.passage(p).document_key());
+/// for c in snap.communities() {
+///     let theme = snap.community(c);
+///     let named: Vec<&str> = theme.members().iter().map(|e| snap.entity(e).name()).collect();
+///     println!("theme {} (level {}): {named:?}", theme.id(), theme.level());
+/// }
+/// # let _ = view.is_hidden(p);
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Debug)]
 pub struct Snapshot {
     /// The run's folder.
