@@ -803,11 +803,27 @@ fn mapped_files_under(dir: &Path) -> Option<usize> {
     Some(maps.lines().filter(|l| l.contains(dir)).count())
 }
 
+/// Nanoseconds this thread has spent runnable but waiting for a core (the second field of
+/// `/proc/thread-self/schedstat`, Linux); `None` elsewhere.
+fn run_queue_wait_ns() -> Option<u64> {
+    std::fs::read_to_string("/proc/thread-self/schedstat")
+        .ok()?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
+}
+
 /// `reload()` under load: two runs of `n` communities (`per_community` vectors each) under one
 /// root; `threads` threads run `search_themes` (vector given, IVF, limit 5) in a loop,
 /// first for a warm-up second and a baseline period of 3 s without swaps, then while the main thread moves `LATEST` to the
 /// other run and calls `reload()` `swaps` times (sizes verified, then checksums), 300 ms apart.
-/// Prints each query's wall latency (and thread CPU time) for the baseline and for the queries
+/// A query's *stall* is its wall time less the time it waited for a core (run-queue wait, from
+/// the kernel's scheduler statistics): with more query threads than cores, any query may wait
+/// a scheduler slice whatever the engine does, while a query blocked by the engine (a lock,
+/// a page fault on the old or new run, a free of the old run) sleeps or runs longer, which
+/// the stall keeps.
+/// Prints each query's wall latency, stall (and thread CPU time) for the baseline and for the queries
 /// that overlap a reload or start within 100 ms after it (the first queries on the new run), the
 /// reload's own duration, and whether the old run's files are unmapped once the last query
 /// holding it ends.
@@ -832,9 +848,9 @@ fn hot_swap(root: &Path, n: usize, per_community: usize, swaps: usize, threads: 
         "\n## Hot swap: reload() while {threads} threads query ({n} communities, {per_community} vectors each; search_themes, vector given, IVF, limit 5, support_limit 3)\n"
     );
     println!(
-        "| verify | queries | phase | wall p50 ms | wall p99 ms | wall p99.9 ms | wall max ms | CPU max ms | over {TARGET_SWAP_STALL_MS} ms | reload ms (median / max) |"
+        "| verify | queries | phase | wall p50 ms | wall p99 ms | wall p99.9 ms | wall max ms | wall over {TARGET_SWAP_STALL_MS} ms | stall p99.9 ms | stall max ms | stall over {TARGET_SWAP_STALL_MS} ms | CPU max ms | reload ms (median / max) |"
     );
-    println!("|---|---:|---|---:|---:|---:|---:|---:|---:|---|");
+    println!("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|");
     let mut verdicts = Vec::new();
     for verify in [Verify::Sizes, Verify::Checksums] {
         let engine = Engine::open(
@@ -847,8 +863,8 @@ fn hot_swap(root: &Path, n: usize, per_community: usize, swaps: usize, threads: 
         .expect("open");
         let epoch = Instant::now();
         let stop = AtomicBool::new(false);
-        // (start µs since epoch, wall ms, CPU ms) of every query.
-        let records: Mutex<Vec<(u64, f64, f64)>> = Mutex::new(Vec::new());
+        // (start µs since epoch, wall ms, CPU ms, stall ms) of every query.
+        let records: Mutex<Vec<(u64, f64, f64, f64)>> = Mutex::new(Vec::new());
         let mut reloads: Vec<(u64, u64)> = Vec::new();
         let baseline_end = std::thread::scope(|s| {
             for t in 0..threads {
@@ -860,13 +876,21 @@ fn hot_swap(root: &Path, n: usize, per_community: usize, swaps: usize, threads: 
                         let req = vector_request(&vectors[i % vectors.len()]);
                         let c = cpu_time::ThreadTime::now();
                         let start = Instant::now();
+                        // Read inside the timed window, so the wait never exceeds the wall.
+                        let waited_before = run_queue_wait_ns();
                         let a = engine.search_themes(&req).expect("search");
+                        let waited_after = run_queue_wait_ns();
                         let wall = start.elapsed().as_secs_f64() * 1e3;
                         assert!(!a.themes.is_empty());
+                        let waited = match (waited_before, waited_after) {
+                            (Some(a), Some(b)) => b.saturating_sub(a) as f64 / 1e6,
+                            _ => 0.0,
+                        };
                         mine.push((
                             start.duration_since(epoch).as_micros() as u64,
                             wall,
                             c.elapsed().as_secs_f64() * 1e3,
+                            (wall - waited).max(0.0),
                         ));
                         i += threads;
                     }
@@ -901,23 +925,26 @@ fn hot_swap(root: &Path, n: usize, per_community: usize, swaps: usize, threads: 
             _ => "checksums",
         };
         for (phase, during) in [("baseline, no swap", false), ("during a swap", true)] {
-            let (mut wall, mut cpu): (Vec<f64>, Vec<f64>) = records
+            let phase_records: Vec<&(u64, f64, f64, f64)> = records
                 .iter()
-                .filter(|&&(start, wall, _)| {
+                .filter(|&&(start, wall, _, _)| {
                     if during {
                         near_swap(start, wall)
                     } else {
                         start >= WARM_UP_US && start + (wall * 1e3) as u64 <= baseline_end
                     }
                 })
-                .map(|&(_, w, c)| (w, c))
-                .unzip();
-            if wall.is_empty() {
+                .collect();
+            if phase_records.is_empty() {
                 continue;
             }
-            wall.sort_by(f64::total_cmp);
-            cpu.sort_by(f64::total_cmp);
-            let over = wall.iter().filter(|&&w| w > TARGET_SWAP_STALL_MS).count();
+            let sorted = |f: fn(&(u64, f64, f64, f64)) -> f64| {
+                let mut v: Vec<f64> = phase_records.iter().map(|r| f(r)).collect();
+                v.sort_by(f64::total_cmp);
+                v
+            };
+            let (wall, cpu, stall) = (sorted(|r| r.1), sorted(|r| r.2), sorted(|r| r.3));
+            let over = |v: &[f64]| v.iter().filter(|&&w| w > TARGET_SWAP_STALL_MS).count();
             let reload_cell = if during {
                 format!(
                     "{:.1} / {:.1}",
@@ -928,16 +955,25 @@ fn hot_swap(root: &Path, n: usize, per_community: usize, swaps: usize, threads: 
                 "–".to_owned()
             };
             println!(
-                "| {verify_name} | {} | {phase} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} | {over} | {reload_cell} |",
+                "| {verify_name} | {} | {phase} | {:.3} | {:.3} | {:.3} | {:.3} | {} | {:.3} | {:.3} | {} | {:.3} | {reload_cell} |",
                 wall.len(),
                 percentile(&wall, 0.5),
                 percentile(&wall, 0.99),
                 percentile(&wall, 0.999),
                 wall[wall.len() - 1],
+                over(&wall),
+                percentile(&stall, 0.999),
+                stall[stall.len() - 1],
+                over(&stall),
                 cpu[cpu.len() - 1],
             );
             if during {
-                verdicts.push((verify_name, wall[wall.len() - 1], cpu[cpu.len() - 1]));
+                verdicts.push((
+                    verify_name,
+                    wall[wall.len() - 1],
+                    stall[stall.len() - 1],
+                    cpu[cpu.len() - 1],
+                ));
             }
         }
     }
@@ -971,15 +1007,20 @@ fn hot_swap(root: &Path, n: usize, per_community: usize, swaps: usize, threads: 
         ended.elapsed().as_secs_f64() * 1e3
     );
     println!("\nTargets:\n");
-    for (verify_name, wall_max, cpu_max) in verdicts {
-        println!(
-            "- no query stalls more than {TARGET_SWAP_STALL_MS} ms during a swap ({verify_name} verified): wall max {wall_max:.3} ms (thread CPU max {cpu_max:.3} ms): {}",
-            if wall_max <= TARGET_SWAP_STALL_MS {
-                "met"
-            } else {
-                "NOT met"
-            }
-        );
+    let verdict = |ok: bool| if ok { "met" } else { "NOT met" };
+    let measured_waits = run_queue_wait_ns().is_some();
+    for (verify_name, wall_max, stall_max, cpu_max) in verdicts {
+        if measured_waits {
+            println!(
+                "- no query stalls more than {TARGET_SWAP_STALL_MS} ms during a swap ({verify_name} verified): stall (wall less run-queue wait) max {stall_max:.3} ms: {}; wall max {wall_max:.3} ms, thread CPU max {cpu_max:.3} ms",
+                verdict(stall_max <= TARGET_SWAP_STALL_MS)
+            );
+        } else {
+            println!(
+                "- no query stalls more than {TARGET_SWAP_STALL_MS} ms during a swap ({verify_name} verified): wall max {wall_max:.3} ms (no scheduler statistics here to take out waiting for a core; thread CPU max {cpu_max:.3} ms): {}",
+                verdict(wall_max <= TARGET_SWAP_STALL_MS)
+            );
+        }
     }
     println!(
         "- the old run's memory is released when its last query ends: {}",
