@@ -587,7 +587,7 @@ impl Snapshot {
     }
 
     /// The report-embedding matrix, row-major, `num_report_vectors × dim`; community `c` owns
-    /// rows [`report_rows(c)`](Self::report_rows).
+    /// rows [`CommunityView::report_rows`].
     pub fn embedding_matrix(&self) -> &[f32] {
         let list: &FixedSizeListArray = self.embeddings.column(1).as_fixed_size_list();
         list.values().as_primitive::<Float32Type>().values()

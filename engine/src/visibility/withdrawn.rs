@@ -12,7 +12,7 @@
 //!    flag only.
 //! 2. *Linked coverage* counts such a document as linked while one concept still stands.
 //! 3. *BM25* scores such a document from its title and visible passages
-//!    ([`TextIndex::overlay`](crate::text::TextIndex::overlay)) against the run's corpus
+//!    (the text index's overlay) against the run's corpus
 //!    statistics.
 //! 4. *The vector clause* leaves such a document out: its stored vector was computed from all
 //!    of its passages and cannot be recomputed without the embedder. It comes back when the
