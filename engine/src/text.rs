@@ -300,39 +300,6 @@ impl TextIndex {
         })
     }
 
-    /// BM25 scores of every document that matches `query` (any of its terms, in title or
-    /// passages), as `(document row, score)`, best first, ties by document row.
-    ///
-    /// # Errors
-    /// [`EngineError::InvalidArgument`] naming `query` when it does not parse.
-    // Test-only: queries use `search_within_readable`.
-    #[cfg(test)]
-    pub fn search(&self, query: &str, limit: usize) -> Result<Vec<(u32, f32)>> {
-        let searcher = self.reader.searcher();
-        let parser = QueryParser::for_index(&self.index, vec![self.fields.title, self.fields.body]);
-        let (q, _errors) = parser.parse_query_lenient(query);
-        let limit = limit.max(1);
-        let top = searcher
-            .search(
-                &q,
-                &tantivy::collector::TopDocs::with_limit(limit).order_by_score(),
-            )
-            .map_err(|e| EngineError::Internal(format!("text search: {e}")))?;
-        let mut out = Vec::with_capacity(top.len());
-        for (score, addr) in top {
-            let reader = searcher.segment_reader(addr.segment_ord);
-            let col = reader
-                .fast_fields()
-                .u64("doc_ord")
-                .map_err(|e| EngineError::Internal(format!("text index doc_ord: {e}")))?;
-            if let Some(ord) = col.first(addr.doc_id) {
-                out.push((ord as u32, score));
-            }
-        }
-        out.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-        Ok(out)
-    }
-
     /// BM25 scores of the documents in `within` that match `query`, as `(document row,
     /// score)`, best first, ties by document row. One pass over the query's hits, keeping only
     /// those in `within`: the cost follows the hits, not the size of the index.
@@ -661,7 +628,8 @@ mod tests {
         let before = listing(&index_dir);
         std::thread::sleep(std::time::Duration::from_millis(20));
         let index = TextIndex::open(&index_dir).unwrap();
-        assert_eq!(index.search("pain", 10).unwrap().len(), 1);
+        let all: RoaringBitmap = (0..1).collect();
+        assert_eq!(index.search_within("pain", &all).unwrap().len(), 1);
         assert_eq!(index.num_docs(), 1);
         drop(index);
         assert_eq!(listing(&index_dir), before);
