@@ -92,26 +92,34 @@ impl HashEmbedder {
 
     /// The vector of one text, built in `scratch` (reused across the texts of a batch).
     ///
-    /// Every feature key is written once into one byte arena; sorting the keys gives the
-    /// features in the order a sorted map would, so each bucket sums the same terms in the
-    /// same order and the vector is bit-for-bit what the definition above gives.
+    /// Every feature key is written once into one byte arena with its bucket. The definition
+    /// sums the distinct features in sorted key order; a bucket's value depends only on the
+    /// order of *its own* keys, so sorting by (bucket, key) gives every bucket the same terms
+    /// in the same order, and the vector is bit-for-bit what the definition gives, while the
+    /// sort compares keys byte by byte only within a bucket (a few features each).
     fn embed_one(&self, text: &str, scratch: &mut Scratch) -> Vec<f32> {
-        scratch.tokenize(text);
-        scratch.features();
-        let Scratch { keys, features, .. } = scratch;
-        features.sort_unstable_by(|a, b| a.key(keys).cmp(b.key(keys)));
         let dim = self.identity.dim as u64;
+        scratch.tokenize(text);
+        scratch.features(dim);
+        let Scratch { keys, features, .. } = scratch;
+        features.sort_unstable_by(|a, b| {
+            a.bucket
+                .cmp(&b.bucket)
+                .then_with(|| a.key(keys).cmp(b.key(keys)))
+        });
         let mut v = vec![0.0f32; self.identity.dim];
         let mut i = 0;
         while i < features.len() {
-            let key = features[i].key(keys);
+            let f = features[i];
+            let key = f.key(keys);
             let mut j = i + 1;
-            while j < features.len() && features[j].key(keys) == key {
+            while j < features.len()
+                && features[j].bucket == f.bucket
+                && features[j].key(keys) == key
+            {
                 j += 1;
             }
-            let h = fnv1a64(key);
-            let bucket = usize::try_from(h % dim).unwrap_or(0);
-            let sign = if h >> 63 == 1 { -1.0 } else { 1.0 };
+            let sign = if f.hash >> 63 == 1 { -1.0 } else { 1.0 };
             let unit = match key[0] {
                 b'w' => WORD_WEIGHT,
                 b'b' => BIGRAM_WEIGHT,
@@ -119,7 +127,7 @@ impl HashEmbedder {
             };
             #[allow(clippy::cast_precision_loss)] // tf is a count within one text
             let weight = unit * (1.0 + ((j - i) as f32).ln());
-            v[bucket] += sign * weight;
+            v[f.bucket as usize] += sign * weight;
             i = j;
         }
         l2_normalize(&mut v);
@@ -127,17 +135,27 @@ impl HashEmbedder {
     }
 }
 
-/// A feature key: a byte range of [`Scratch::keys`].
+/// A feature occurrence: its key, a byte range of [`Scratch::keys`], with the key's FNV-1a
+/// hash and bucket (`hash mod dim`).
+#[derive(Debug, Clone, Copy)]
+struct Feature {
+    start: u32,
+    end: u32,
+    bucket: u32,
+    hash: u64,
+}
+
+impl Feature {
+    fn key(self, arena: &[u8]) -> &[u8] {
+        &arena[self.start as usize..self.end as usize]
+    }
+}
+
+/// A word's byte range in [`Scratch::words`].
 #[derive(Debug, Clone, Copy)]
 struct Span {
     start: u32,
     end: u32,
-}
-
-impl Span {
-    fn key(self, arena: &[u8]) -> &[u8] {
-        &arena[self.start as usize..self.end as usize]
-    }
 }
 
 /// Buffers one text's tokens and feature keys are built in, kept across the texts of a batch
@@ -150,8 +168,8 @@ struct Scratch {
     word_spans: Vec<Span>,
     /// Every feature key of the text, back to back (`w:…`, `b:… …`, `c:…`).
     keys: Vec<u8>,
-    /// Each feature's key in `keys`, one entry per occurrence.
-    features: Vec<Span>,
+    /// Each feature's key in `keys` with its hash, one entry per occurrence.
+    features: Vec<Feature>,
     /// Byte offsets of the characters of `^word$`, and its end.
     char_ends: Vec<usize>,
     /// `^word$` of the word whose n-grams are being taken.
@@ -193,8 +211,9 @@ impl Scratch {
         }
     }
 
-    /// Fills `keys`/`features` with every feature occurrence of the tokenized words.
-    fn features(&mut self) {
+    /// Fills `keys`/`features` with every feature occurrence of the tokenized words, each
+    /// hashed into one of `dim` buckets.
+    fn features(&mut self, dim: u64) {
         self.keys.clear();
         self.features.clear();
         for (i, &w) in self.word_spans.iter().enumerate() {
@@ -202,7 +221,7 @@ impl Scratch {
             let start = self.keys.len();
             self.keys.extend_from_slice(b"w:");
             self.keys.extend_from_slice(word.as_bytes());
-            self.features.push(span(start, self.keys.len()));
+            push_feature(&self.keys, &mut self.features, start, dim);
             if let Some(&next) = self.word_spans.get(i + 1) {
                 let start = self.keys.len();
                 self.keys.extend_from_slice(b"b:");
@@ -211,7 +230,7 @@ impl Scratch {
                 self.keys.extend_from_slice(
                     &self.words.as_bytes()[next.start as usize..next.end as usize],
                 );
-                self.features.push(span(start, self.keys.len()));
+                push_feature(&self.keys, &mut self.features, start, dim);
             }
             if !word.chars().any(char::is_alphabetic) {
                 continue;
@@ -238,11 +257,23 @@ impl Scratch {
                     self.keys.extend_from_slice(b"c:");
                     self.keys
                         .extend_from_slice(&self.marked.as_bytes()[from..to]);
-                    self.features.push(span(start, self.keys.len()));
+                    push_feature(&self.keys, &mut self.features, start, dim);
                 }
             }
         }
     }
+}
+
+/// Records the key written to `keys[start..]` as one feature occurrence.
+fn push_feature(keys: &[u8], features: &mut Vec<Feature>, start: usize, dim: u64) {
+    let hash = fnv1a64(&keys[start..]);
+    let s = span(start, keys.len());
+    features.push(Feature {
+        start: s.start,
+        end: s.end,
+        bucket: u32::try_from(hash % dim).expect("a dimension that fits in 32 bits"),
+        hash,
+    });
 }
 
 /// A [`Span`] of `start..end`; a text longer than 4 GiB of features is not one a passage has.
