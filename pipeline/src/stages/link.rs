@@ -26,6 +26,10 @@ use crate::run::{NODE_FIELD_CONCEPT, NODE_FIELD_MESH};
 use crate::stages::Phases;
 use crate::stages::visibility::PassageTable;
 
+/// Documents linked per chunk by [`link_corpus`]: enough to keep both cores busy, few enough
+/// that the chunk's nested results are a few megabytes.
+const LINK_CHUNK: usize = 4096;
+
 /// What linking found: the graph's input mentions and each document's concepts.
 #[derive(Debug, Default)]
 pub(crate) struct Linked {
@@ -44,6 +48,44 @@ pub(crate) struct Linked {
 }
 
 impl Linked {
+    /// Appends document `d`'s links: `kept` are its passage rows that were linked (in the
+    /// order `dc` lists them), `dc` what linking found in them.
+    fn push_document(
+        &mut self,
+        d: u32,
+        kept: &[usize],
+        dc: &DocumentConcepts,
+        passages: &PassageTable<'_>,
+    ) {
+        for (&p, concepts) in kept.iter().zip(&dc.passage_mentions) {
+            if passages.hidden[p] {
+                continue;
+            }
+            for &(c, n) in concepts {
+                self.mentions.push(Mention {
+                    passage: p as u32,
+                    concept: c,
+                });
+                self.occurrences.push(n);
+            }
+        }
+        for (x, ways) in dc.concepts.iter().zip(&dc.evidence) {
+            self.document_concepts
+                .push((NODE_FIELD_CONCEPT, d, x.concept));
+            for (w, way) in ways.iter().enumerate() {
+                let w = w as u32;
+                if way.is_empty() {
+                    self.concept_evidence.push((d, x.concept, w, None));
+                }
+                for &k in way {
+                    self.concept_evidence
+                        .push((d, x.concept, w, Some(kept[k as usize] as u32)));
+                }
+            }
+        }
+        self.document_linked[d as usize] = !dc.concepts.is_empty();
+    }
+
     /// Documents with at least one linked concept.
     pub(crate) fn linked_documents(&self) -> usize {
         self.document_linked.iter().filter(|x| **x).count()
@@ -71,61 +113,35 @@ pub(crate) fn link_corpus(
         first_passage.push(next);
         next += doc.passages.len();
     }
-    let found: Vec<Option<(Vec<usize>, DocumentConcepts)>> = corpus
-        .documents
-        .par_iter()
-        .zip(first_passage.par_iter())
-        .map(|(doc, &first)| {
-            let kept: Vec<usize> = (first..first + doc.passages.len())
-                .filter(|&p| !passages.excluded[p])
-                .collect();
-            bar.inc(doc.passages.len() as u64);
-            if kept.is_empty() {
-                return None;
-            }
-            let texts: Vec<&str> = kept.iter().map(|&p| passages.refs[p].text).collect();
-            Some((kept, linker.link_document(&doc.title, &texts)))
-        })
-        .collect();
     let mut out = Linked {
         document_linked: vec![false; corpus.documents.len()],
         ..Linked::default()
     };
-    for (d, found) in found.iter().enumerate() {
-        let Some((kept, dc)) = found else {
-            continue;
-        };
-        for (&p, concepts) in kept.iter().zip(&dc.passage_mentions) {
-            if passages.hidden[p] {
-                continue;
-            }
-            for &(c, n) in concepts {
-                out.mentions.push(Mention {
-                    passage: p as u32,
-                    concept: c,
-                });
-                out.occurrences.push(n);
+    // Documents are linked LINK_CHUNK at a time (in parallel within a chunk) and each chunk's
+    // nested per-document results are flattened into the integer columns before the next: the
+    // nested vectors of a whole corpus were most of the job's memory at 10⁶ documents.
+    for (chunk, docs) in corpus.documents.chunks(LINK_CHUNK).enumerate() {
+        let base = chunk * LINK_CHUNK;
+        let found: Vec<Option<(Vec<usize>, DocumentConcepts)>> = docs
+            .par_iter()
+            .zip(first_passage[base..base + docs.len()].par_iter())
+            .map(|(doc, &first)| {
+                let kept: Vec<usize> = (first..first + doc.passages.len())
+                    .filter(|&p| !passages.excluded[p])
+                    .collect();
+                bar.inc(doc.passages.len() as u64);
+                if kept.is_empty() {
+                    return None;
+                }
+                let texts: Vec<&str> = kept.iter().map(|&p| passages.refs[p].text).collect();
+                Some((kept, linker.link_document(&doc.title, &texts)))
+            })
+            .collect();
+        for (i, found) in found.into_iter().enumerate() {
+            if let Some((kept, dc)) = found {
+                out.push_document((base + i) as u32, &kept, &dc, passages);
             }
         }
-        for (x, ways) in dc.concepts.iter().zip(&dc.evidence) {
-            out.document_concepts
-                .push((NODE_FIELD_CONCEPT, d as u32, x.concept));
-            for (w, way) in ways.iter().enumerate() {
-                let w = w as u32;
-                if way.is_empty() {
-                    out.concept_evidence.push((d as u32, x.concept, w, None));
-                }
-                for &k in way {
-                    out.concept_evidence.push((
-                        d as u32,
-                        x.concept,
-                        w,
-                        Some(kept[k as usize] as u32),
-                    ));
-                }
-            }
-        }
-        out.document_linked[d] = !dc.concepts.is_empty();
     }
     // The input's own headings, resolved by preferred term or synonym (case-folded).
     let term_index = TermIndex::new(vocab);
