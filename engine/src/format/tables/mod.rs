@@ -197,8 +197,9 @@ fn chunked<'f>(
 /// passages (grouped by document, in position order) and vocabulary concepts. The streaming
 /// writer [`write_run_columns`] reads every string column through it, a batch at a time, so
 /// the caller keeps one copy of each string (its own) and the writer formats passage ids on
-/// the fly with [`passage_id`].
-pub trait RunLookups {
+/// the fly with [`passage_id`]. `Sync`, as the text index is built from it on a thread of its
+/// own while the tables are written.
+pub trait RunLookups: Sync {
     /// Number of documents.
     fn num_documents(&self) -> usize;
     /// Document `d`'s row of `documents.parquet`. Keys are unique and ascend with `d`.
@@ -530,6 +531,34 @@ pub fn write_run_columns_into(
 ) -> Result<Manifest> {
     let dim = embedder.dim;
     check(&cols, dim)?;
+    let lookups = cols.lookups;
+    let text_dir = w.staging_dir().join(crate::text::TEXT_INDEX_DIR);
+    // The full-text index reads only the lookups: it is built on its own thread beside the
+    // tables (tantivy's single indexing thread would otherwise leave a core idle for most of
+    // its build), and listed in the manifest after them.
+    let (tables, text_index) = std::thread::scope(|s| {
+        let text_index = s.spawn(|| write_text_index(&text_dir, lookups));
+        let tables = write_tables(&mut w, cols, embedder);
+        (tables, text_index.join())
+    });
+    let lineage = tables?;
+    text_index.unwrap_or_else(|panic| std::panic::resume_unwind(panic))?;
+    w.register_dir(crate::text::TEXT_INDEX_DIR)?;
+    if let Some(lineage) = lineage {
+        community_lineage::write(&mut w, &lineage)?;
+        w.set_lineage(lineage.parent_run_id, lineage.next_community_id);
+    }
+    w.finish(parameters, embedder.clone(), input_fingerprint, stats)
+}
+
+/// Every table of `cols` but the text index and the lineage (returned for the caller to write
+/// last), in the writer's order.
+fn write_tables(
+    w: &mut RunWriter,
+    cols: RunColumns<'_>,
+    embedder: &EmbedderIdentity,
+) -> Result<Option<LineageColumns>> {
+    let dim = embedder.dim;
     let run_id = w.run_id().to_owned();
     let RunColumns {
         lookups: l,
@@ -557,10 +586,10 @@ pub fn write_run_columns_into(
             community_ids[c as usize]
         }
     };
-    documents::write(&mut w, l)?;
-    super::mapped::documents::write(&mut w, l)?;
-    passages::write(&mut w, l)?;
-    super::mapped::passages::write(&mut w, l)?;
+    documents::write(w, l)?;
+    super::mapped::documents::write(w, l)?;
+    passages::write(w, l)?;
+    super::mapped::passages::write(w, l)?;
 
     // Every table naming a concept is sorted by concept id: one rank per concept index.
     let num_concepts = concepts
@@ -574,45 +603,40 @@ pub fn write_run_columns_into(
     let rank = concept_ranks(l, num_concepts);
     // Stable, as the rows of equal ids keep their given order.
     concepts.sort_by_key(|&c| rank[c as usize]);
-    concepts::write(&mut w, l, &concepts)?;
-    write_mapped_concepts(&mut w, l, &concepts)?;
+    concepts::write(w, l, &concepts)?;
+    write_mapped_concepts(w, l, &concepts)?;
     concept_edges::sort(&mut concept_edges, &rank);
-    write_mapped_concept_edges(&mut w, l, &concepts, &concept_edges, num_concepts)?;
-    concept_edges::write(&mut w, l, &concept_edges)?;
+    write_mapped_concept_edges(w, l, &concepts, &concept_edges, num_concepts)?;
+    concept_edges::write(w, l, &concept_edges)?;
     document_concepts::sort(&mut document_concepts, &rank);
-    document_concepts::write(&mut w, l, &document_concepts)?;
-    concept_postings::write(&mut w, l, &document_concepts, &rank)?;
+    document_concepts::write(w, l, &document_concepts)?;
+    concept_postings::write(w, l, &document_concepts, &rank)?;
     drop(document_concepts);
 
     // Likewise by passage id: concept_evidence, mentions and report_sources.
     let prank = passage_ranks(l);
-    concept_evidence::write(&mut w, l, concept_evidence, &rank, &prank)?;
-    entities::write(&mut w, &es)?;
+    concept_evidence::write(w, l, concept_evidence, &rank, &prank)?;
+    entities::write(w, &es)?;
     mentions::sort(&mut mentions, &prank);
-    super::mapped::entities::write(&mut w, &es, &mentions)?;
-    mentions::write(&mut w, l, &mentions)?;
+    super::mapped::entities::write(w, &es, &mentions)?;
+    mentions::write(w, l, &mentions)?;
     drop(mentions);
-    relationships::write(&mut w, rel)?;
-    communities::write(&mut w, &cs, &cid)?;
-    membership::write(&mut w, &run_id, &rows, &cid)?;
-    reports::write(&mut w, &r, &cid)?;
+    relationships::write(w, rel)?;
+    communities::write(w, &cs, &cid)?;
+    membership::write(w, &run_id, &rows, &cid)?;
+    reports::write(w, &r, &cid)?;
     drop(r);
-    write_mapped_communities(&mut w, &cs, &rows, &report_sources, &cid)?;
-    report_sources::write(&mut w, l, report_sources, &prank, &cid)?;
+    write_mapped_communities(w, &cs, &rows, &report_sources, &cid)?;
+    report_sources::write(w, l, report_sources, &prank, &cid)?;
     drop(prank);
 
-    let (vectors, vector_communities) = report_embeddings::write(&mut w, re, cs.len(), &cid, dim)?;
+    let (vectors, vector_communities) = report_embeddings::write(w, re, cs.len(), &cid, dim)?;
     if embedder.normalized {
-        report_ivf::write(&mut w, &vectors, &vector_communities, dim)?;
+        report_ivf::write(w, &vectors, &vector_communities, dim)?;
     }
     drop(vectors);
-    document_embeddings::write(&mut w, l, document_embeddings, dim)?;
-    write_text_index(&mut w, l)?;
-    if let Some(lineage) = lineage {
-        community_lineage::write(&mut w, &lineage)?;
-        w.set_lineage(lineage.parent_run_id, lineage.next_community_id);
-    }
-    w.finish(parameters, embedder.clone(), input_fingerprint, stats)
+    document_embeddings::write(w, l, document_embeddings, dim)?;
+    Ok(lineage)
 }
 
 /// The engine's concept rows and term index, mapped: the rows of `concepts.parquet`
@@ -695,9 +719,9 @@ fn write_mapped_communities(
     )
 }
 
-/// Writes the full-text index of the documents of `l` (title + passages), for keyword clauses
-/// and query ranking.
-fn write_text_index(w: &mut RunWriter, l: &dyn RunLookups) -> Result<()> {
+/// Builds the full-text index of the documents of `l` (title + passages) in `dir`, for
+/// keyword clauses and query ranking.
+fn write_text_index(dir: &std::path::Path, l: &dyn RunLookups) -> Result<()> {
     let nd = l.num_documents();
     let np = l.num_passages() as u32;
     let mut next = 0u32;
@@ -713,11 +737,7 @@ fn write_text_index(w: &mut RunWriter, l: &dyn RunLookups) -> Result<()> {
         }
         (l.document(d).title, texts)
     });
-    crate::text::build_text_index(
-        &w.staging_dir().join(crate::text::TEXT_INDEX_DIR),
-        text_docs,
-    )?;
-    w.register_dir(crate::text::TEXT_INDEX_DIR)
+    crate::text::build_text_index(dir, text_docs)
 }
 
 /// Maps an embedding IPC file and checks its schema and row count.
