@@ -92,43 +92,95 @@ impl HashEmbedder {
 
     /// The vector of one text, built in `scratch` (reused across the texts of a batch).
     ///
-    /// Every feature key is written once into one byte arena with its bucket. The definition
-    /// sums the distinct features in sorted key order; a bucket's value depends only on the
-    /// order of *its own* keys, so sorting by (bucket, key) gives every bucket the same terms
-    /// in the same order, and the vector is bit-for-bit what the definition gives, while the
-    /// sort compares keys byte by byte only within a bucket (a few features each).
+    /// Every feature key is written once into one byte arena with its hash and bucket. The
+    /// definition sums the distinct features in sorted key order, and a bucket's value depends
+    /// only on the order of *its own* keys. So the occurrences are grouped by bucket (a
+    /// counting sort) and sorted by hash within it, integers alone, which brings the
+    /// occurrences of one key together (equal keys have equal hashes); each run of equal
+    /// hashes is checked byte by byte to be one key (and split by key in the astronomically
+    /// rare case of a 64-bit collision); and a bucket's distinct keys are put in key order
+    /// before they are summed when there are three or more (two terms added to zero give the
+    /// same bits in either order, as IEEE 754 addition commutes). The vector is bit for bit
+    /// what the definition gives.
     fn embed_one(&self, text: &str, scratch: &mut Scratch) -> Vec<f32> {
         let dim = self.identity.dim as u64;
         scratch.tokenize(text);
         scratch.features(dim);
-        let Scratch { keys, features, .. } = scratch;
-        features.sort_unstable_by(|a, b| {
-            a.bucket
-                .cmp(&b.bucket)
-                .then_with(|| a.key(keys).cmp(b.key(keys)))
-        });
+        let Scratch {
+            keys,
+            features,
+            by_bucket,
+            bucket_start,
+            next_slot,
+            terms,
+            ..
+        } = scratch;
+        // Occurrences grouped by bucket with a counting sort (`dim` counters), then each
+        // bucket's few occurrences sorted by hash.
+        bucket_start.clear();
+        bucket_start.resize(self.identity.dim + 1, 0);
+        for f in features.iter() {
+            bucket_start[f.bucket as usize + 1] += 1;
+        }
+        for b in 0..self.identity.dim {
+            bucket_start[b + 1] += bucket_start[b];
+        }
+        by_bucket.clear();
+        by_bucket.resize(features.len(), Feature::default());
+        next_slot.clear();
+        next_slot.extend_from_slice(bucket_start);
+        for &f in features.iter() {
+            let slot = &mut next_slot[f.bucket as usize];
+            by_bucket[*slot as usize] = f;
+            *slot += 1;
+        }
         let mut v = vec![0.0f32; self.identity.dim];
-        let mut i = 0;
-        while i < features.len() {
-            let f = features[i];
-            let key = f.key(keys);
-            let mut j = i + 1;
-            while j < features.len()
-                && features[j].bucket == f.bucket
-                && features[j].key(keys) == key
-            {
-                j += 1;
+        for (bucket, w) in bucket_start.windows(2).enumerate() {
+            let occurrences = &mut by_bucket[w[0] as usize..w[1] as usize];
+            if occurrences.is_empty() {
+                continue;
             }
-            let sign = if f.hash >> 63 == 1 { -1.0 } else { 1.0 };
-            let unit = match key[0] {
-                b'w' => WORD_WEIGHT,
-                b'b' => BIGRAM_WEIGHT,
-                _ => CHAR_NGRAM_WEIGHT,
-            };
-            #[allow(clippy::cast_precision_loss)] // tf is a count within one text
-            let weight = unit * (1.0 + ((j - i) as f32).ln());
-            v[f.bucket as usize] += sign * weight;
-            i = j;
+            occurrences.sort_unstable_by_key(|f| f.hash);
+            // The bucket's distinct keys with their term frequencies.
+            terms.clear();
+            let mut i = 0;
+            while i < occurrences.len() {
+                let f = occurrences[i];
+                let mut j = i + 1;
+                while j < occurrences.len() && occurrences[j].hash == f.hash {
+                    j += 1;
+                }
+                let run = &mut occurrences[i..j];
+                if run[1..].iter().all(|x| x.key(keys) == f.key(keys)) {
+                    terms.push((f, j - i));
+                } else {
+                    run.sort_unstable_by(|a, b| a.key(keys).cmp(b.key(keys)));
+                    let mut k = 0;
+                    while k < run.len() {
+                        let mut m = k + 1;
+                        while m < run.len() && run[m].key(keys) == run[k].key(keys) {
+                            m += 1;
+                        }
+                        terms.push((run[k], m - k));
+                        k = m;
+                    }
+                }
+                i = j;
+            }
+            if terms.len() > 2 {
+                terms.sort_unstable_by(|a, b| a.0.key(keys).cmp(b.0.key(keys)));
+            }
+            for &(f, tf) in terms.iter() {
+                let sign = if f.hash >> 63 == 1 { -1.0 } else { 1.0 };
+                let unit = match f.key(keys)[0] {
+                    b'w' => WORD_WEIGHT,
+                    b'b' => BIGRAM_WEIGHT,
+                    _ => CHAR_NGRAM_WEIGHT,
+                };
+                #[allow(clippy::cast_precision_loss)] // tf is a count within one text
+                let weight = unit * (1.0 + (tf as f32).ln());
+                v[bucket] += sign * weight;
+            }
         }
         l2_normalize(&mut v);
         v
@@ -137,7 +189,7 @@ impl HashEmbedder {
 
 /// A feature occurrence: its key, a byte range of [`Scratch::keys`], with the key's FNV-1a
 /// hash and bucket (`hash mod dim`).
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Default)]
 struct Feature {
     start: u32,
     end: u32,
@@ -170,6 +222,14 @@ struct Scratch {
     keys: Vec<u8>,
     /// Each feature's key in `keys` with its hash, one entry per occurrence.
     features: Vec<Feature>,
+    /// `features` grouped by bucket (a counting sort's output).
+    by_bucket: Vec<Feature>,
+    /// Where each bucket's features start in `by_bucket`, and their end (`dim + 1` values).
+    bucket_start: Vec<u32>,
+    /// The next free slot of each bucket while `by_bucket` is filled.
+    next_slot: Vec<u32>,
+    /// One bucket's distinct features with their term frequencies.
+    terms: Vec<(Feature, usize)>,
     /// Byte offsets of the characters of `^word$`, and its end.
     char_ends: Vec<usize>,
     /// `^word$` of the word whose n-grams are being taken.
