@@ -463,6 +463,12 @@ impl IvfIndex {
         &self.centroids
     }
 
+    /// The int8 codes of every entry in cell order, row-major (`entries × dim`): the codes of
+    /// [`entries`](Self::entries), one shared buffer (cloning it copies no code).
+    pub fn codes(&self) -> &arrow_buffer::ScalarBuffer<i8> {
+        &self.codes
+    }
+
     /// Every entry in cell order (what the run's index file stores).
     pub fn entries(&self) -> impl Iterator<Item = IvfEntry<'_>> + '_ {
         (0..self.lists()).flat_map(move |c| {
