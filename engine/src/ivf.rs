@@ -168,6 +168,10 @@ fn nearest_all<'m>(
         .collect()
 }
 
+/// Rows a windowed pass over the matrix reads at a time (a multiple of the assignment's
+/// block, so windows change no result): 16 Ki rows, 24 MiB at 384 dimensions.
+const WINDOW_ROWS: usize = 16 * 1024;
+
 /// Trains a spherical k-means partition of the `rows × dim` row-major `matrix`.
 ///
 /// `params.lists` is capped at the number of rows. Empty cells are re-seeded with the sample
@@ -176,6 +180,22 @@ fn nearest_all<'m>(
 /// # Panics
 /// When `dim` is 0 or `matrix.len()` is not a multiple of `dim`.
 pub fn build(matrix: &[f32], dim: usize, params: &IvfParams) -> IvfPartition {
+    build_releasing(matrix, dim, params, &|_| {})
+}
+
+/// [`build`] for a matrix read from a map that drops what it has read: the training sample
+/// is copied out first (then `release` gets the whole matrix), and every row is assigned a
+/// window of [`WINDOW_ROWS`] at a time, in order, `release` getting each window once it is
+/// read. The partition is bit for bit [`build`]'s.
+///
+/// # Panics
+/// As [`build`].
+pub fn build_releasing(
+    matrix: &[f32],
+    dim: usize,
+    params: &IvfParams,
+    release: &dyn Fn(&[f32]),
+) -> IvfPartition {
     assert!(dim > 0 && matrix.len().is_multiple_of(dim), "matrix shape");
     let rows = matrix.len() / dim;
     let row = |r: usize| &matrix[r * dim..(r + 1) * dim];
@@ -200,9 +220,18 @@ pub fn build(matrix: &[f32], dim: usize, params: &IvfParams) -> IvfPartition {
         centroids.extend_from_slice(&c);
     }
     sample.sort_unstable();
-    let mut cells: Vec<u32> = vec![u32::MAX; sample.len()];
+    // The sample's rows, in sample order: the iterations read them many times, at random.
+    let trained: Vec<f32> = sample
+        .iter()
+        .flat_map(|&r| row(r as usize))
+        .copied()
+        .collect();
+    drop(sample);
+    release(matrix);
+    let sample_row = |i: usize| &trained[i * dim..(i + 1) * dim];
+    let mut cells: Vec<u32> = vec![u32::MAX; trained.len() / dim];
     for _ in 0..params.iterations.max(1) {
-        let assigned = nearest_all(&centroids, dim, sample.len(), |i| row(sample[i] as usize));
+        let assigned = nearest_all(&centroids, dim, cells.len(), sample_row);
         let changed = assigned
             .iter()
             .zip(&cells)
@@ -215,10 +244,10 @@ pub fn build(matrix: &[f32], dim: usize, params: &IvfParams) -> IvfPartition {
         // Sums in sample order: the same result whatever the thread count.
         let mut sums = vec![0.0f32; lists * dim];
         let mut counts = vec![0usize; lists];
-        for (&r, &c) in sample.iter().zip(&cells) {
+        for (i, &c) in cells.iter().enumerate() {
             counts[c as usize] += 1;
             let s = &mut sums[c as usize * dim..(c as usize + 1) * dim];
-            s.iter_mut().zip(row(r as usize)).for_each(|(a, b)| *a += b);
+            s.iter_mut().zip(sample_row(i)).for_each(|(a, b)| *a += b);
         }
         // Re-seed empty cells with the worst-served sample rows (lowest similarity first).
         let mut worst: Vec<(f32, usize)> =
@@ -230,17 +259,22 @@ pub fn build(matrix: &[f32], dim: usize, params: &IvfParams) -> IvfPartition {
             if counts[c] == 0
                 && let Some((_, i)) = next_worst.next()
             {
-                slot.copy_from_slice(row(sample[i] as usize));
+                slot.copy_from_slice(sample_row(i));
             }
             if normalize(slot) {
                 centroids[c * dim..(c + 1) * dim].copy_from_slice(slot);
             }
         }
     }
-    let assignment = nearest_all(&centroids, dim, rows, row)
-        .into_iter()
-        .map(|(c, _)| c)
-        .collect();
+    drop(trained);
+    let mut assignment = Vec::with_capacity(rows);
+    for first in (0..rows).step_by(WINDOW_ROWS) {
+        let n = WINDOW_ROWS.min(rows - first);
+        let window = &matrix[first * dim..(first + n) * dim];
+        let assigned = nearest_all(&centroids, dim, n, |i| &window[i * dim..(i + 1) * dim]);
+        assignment.extend(assigned.into_iter().map(|(c, _)| c));
+        release(window);
+    }
     IvfPartition {
         centroids,
         assignment,
@@ -250,16 +284,23 @@ pub fn build(matrix: &[f32], dim: usize, params: &IvfParams) -> IvfPartition {
 /// Scalar quantization of one vector to int8: `(scale, codes)` with `x ≈ scale × code`,
 /// `scale = max|x| / 127` (0 for a zero vector).
 pub fn quantize(x: &[f32]) -> (f32, Vec<i8>) {
+    let mut codes = vec![0; x.len()];
+    let scale = quantize_into(x, &mut codes);
+    (scale, codes)
+}
+
+/// [`quantize`] into `codes` (`x.len()` values); returns the scale.
+fn quantize_into(x: &[f32], codes: &mut [i8]) -> f32 {
     let max = x.iter().fold(0.0f32, |m, v| m.max(v.abs()));
     if max == 0.0 || !max.is_finite() {
-        return (0.0, vec![0; x.len()]);
+        codes.fill(0);
+        return 0.0;
     }
     let scale = max / 127.0;
-    let codes = x
-        .iter()
-        .map(|v| (v / scale).round().clamp(-127.0, 127.0) as i8)
-        .collect();
-    (scale, codes)
+    for (c, v) in codes.iter_mut().zip(x) {
+        *c = (v / scale).round().clamp(-127.0, 127.0) as i8;
+    }
+    scale
 }
 
 /// A loaded IVF index: unit centroids and, per cell, its rows (ascending) with int8 codes of
@@ -311,28 +352,69 @@ impl IvfIndex {
     /// # Panics
     /// When the partition does not match the matrix (a programming error).
     pub fn from_partition(matrix: &[f32], dim: usize, partition: &IvfPartition) -> Self {
+        Self::from_partition_releasing(matrix, dim, partition, &|_| {})
+    }
+
+    /// [`from_partition`](Self::from_partition) reading `matrix` once, in order, a window of
+    /// rows at a time, `release` getting each window once it is read (for a map that drops
+    /// what it has read). Each row's codes go straight to its place in cell order, so the
+    /// only buffer as large as the matrix is the index's own codes (a quarter of its bytes).
+    ///
+    /// # Panics
+    /// As [`from_partition`](Self::from_partition).
+    pub fn from_partition_releasing(
+        matrix: &[f32],
+        dim: usize,
+        partition: &IvfPartition,
+        release: &dyn Fn(&[f32]),
+    ) -> Self {
         let rows = matrix.len() / dim;
         assert_eq!(
             partition.assignment.len(),
             rows,
             "partition of another matrix"
         );
-        let mut order: Vec<(u32, u32)> = partition
-            .assignment
-            .iter()
-            .enumerate()
-            .map(|(r, &c)| (c, r as u32))
-            .collect();
-        order.sort_unstable();
-        let mut scales = Vec::with_capacity(rows);
-        let mut codes = Vec::with_capacity(rows * dim);
-        for &(_, r) in &order {
-            let (s, c) = quantize(&matrix[r as usize * dim..(r as usize + 1) * dim]);
-            scales.push(s);
-            codes.extend(c);
+        // Entries in (cell, row) order: a counting sort by cell, rows ascending within one.
+        let lists = partition.centroids.len() / dim;
+        let mut next = vec![0usize; lists + 1];
+        for &c in &partition.assignment {
+            next[c as usize + 1] += 1;
         }
-        let cells: Vec<u32> = order.iter().map(|o| o.0).collect();
-        let rows_in_order: Vec<u32> = order.iter().map(|o| o.1).collect();
+        for c in 0..lists {
+            next[c + 1] += next[c];
+        }
+        let cells: Vec<u32> = (0..lists)
+            .flat_map(|c| std::iter::repeat_n(c as u32, next[c + 1] - next[c]))
+            .collect();
+        let mut rows_in_order = vec![0u32; rows];
+        let mut place = vec![0u32; rows];
+        for (r, &c) in partition.assignment.iter().enumerate() {
+            let at = &mut next[c as usize];
+            rows_in_order[*at] = r as u32;
+            place[r] = *at as u32;
+            *at += 1;
+        }
+        let mut scales = vec![0.0f32; rows];
+        let mut codes = vec![0i8; rows * dim];
+        let mut window_codes = vec![0i8; WINDOW_ROWS * dim];
+        let mut window_scales = vec![0.0f32; WINDOW_ROWS];
+        for first in (0..rows).step_by(WINDOW_ROWS) {
+            let n = WINDOW_ROWS.min(rows - first);
+            let window = &matrix[first * dim..(first + n) * dim];
+            window_codes[..n * dim]
+                .par_chunks_mut(dim)
+                .zip(window_scales[..n].par_iter_mut())
+                .zip(window.par_chunks(dim))
+                .for_each(|((c, s), x)| *s = quantize_into(x, c));
+            for i in 0..n {
+                let at = place[first + i] as usize;
+                scales[at] = window_scales[i];
+                codes[at * dim..(at + 1) * dim]
+                    .copy_from_slice(&window_codes[i * dim..(i + 1) * dim]);
+            }
+            release(window);
+        }
+        drop(place);
         Self::from_parts(
             dim,
             partition.centroids.clone(),

@@ -60,7 +60,7 @@ pub struct RunTables<'a> {
     /// with the community of each row.
     pub report_vectors: ReportVectors,
     /// One embedding per document, in document order, row-major (`documents × dim`).
-    pub document_embeddings: Vec<f32>,
+    pub document_embeddings: agrag_engine::format::staged::RowBuffer,
     /// Identity of the embedder.
     pub embedder: EmbedderIdentity,
 }

@@ -17,6 +17,7 @@ pub mod mapped;
 pub mod normalize;
 pub mod previous;
 pub mod reader;
+pub mod staged;
 pub mod tables;
 pub mod text_embeddings;
 pub mod writer;

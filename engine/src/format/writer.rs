@@ -59,6 +59,28 @@ impl<W: Write> Write for HashingWriter<W> {
     }
 }
 
+/// Most bytes [`RunWriter::write_ipc_releasing`] writes before it releases them.
+pub const RELEASE_CHUNK: usize = 16 * 1024 * 1024;
+
+/// A `Write` that hands every range it has written to `release` (see
+/// [`RunWriter::write_ipc_releasing`]).
+struct ReleasingWriter<'r, W> {
+    inner: W,
+    release: &'r dyn Fn(&[u8]),
+}
+
+impl<W: Write> Write for ReleasingWriter<'_, W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let chunk = &buf[..buf.len().min(RELEASE_CHUNK)];
+        self.inner.write_all(chunk)?;
+        (self.release)(chunk);
+        Ok(chunk.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
+}
+
 impl RunWriter {
     /// Starts run `run_id` under `layout`: creates `runs/.staging-<run_id>/`.
     ///
@@ -233,6 +255,37 @@ impl RunWriter {
         writer.write(&batch).map_err(aerr)?;
         writer.finish().map_err(aerr)?;
         let out = writer.into_inner().map_err(aerr)?;
+        self.close_file(name, &path, out, batch.num_rows())
+    }
+
+    /// As [`RunWriter::write_ipc`], calling `release` with each range of bytes once it is
+    /// written, at most [`RELEASE_CHUNK`] at a time and in order: a batch over a mapped scratch
+    /// file ([`crate::format::staged::RowBuffer::release_bytes`]) is written without the whole
+    /// file becoming resident.
+    ///
+    /// # Errors
+    /// As [`RunWriter::write_ipc`].
+    pub fn write_ipc_releasing(
+        &mut self,
+        name: &str,
+        batch: &RecordBatch,
+        release: &dyn Fn(&[u8]),
+    ) -> Result<()> {
+        let (path, out) = self.open_file(name)?;
+        let aerr = |e: arrow_schema::ArrowError| EngineError::parquet(&path, "Arrow IPC write", e);
+        let mut meta = batch.schema().metadata().clone();
+        meta.insert(META_RUN_ID.to_owned(), self.run_id.clone());
+        meta.insert(META_FORMAT_VERSION.to_owned(), FORMAT_VERSION.to_string());
+        let schema = std::sync::Arc::new(batch.schema().as_ref().clone().with_metadata(meta));
+        let batch = batch.clone().with_schema(schema.clone()).map_err(aerr)?;
+        let out = ReleasingWriter {
+            inner: out,
+            release,
+        };
+        let mut writer = arrow_ipc::writer::FileWriter::try_new(out, &schema).map_err(aerr)?;
+        writer.write(&batch).map_err(aerr)?;
+        writer.finish().map_err(aerr)?;
+        let out = writer.into_inner().map_err(aerr)?.inner;
         self.close_file(name, &path, out, batch.num_rows())
     }
 

@@ -1,4 +1,5 @@
-//! Zero-copy access to Arrow IPC files through memory maps. The only `unsafe` of the crate.
+//! Zero-copy access to Arrow IPC files through memory maps, and scratch files mapped while a
+//! run is written (see [`crate::format::staged`]). The only `unsafe` of the crate.
 #![allow(unsafe_code)]
 
 use std::fs::File;
@@ -33,6 +34,60 @@ pub fn map_file(path: &Path) -> Result<Buffer> {
     // SAFETY: `ptr` points to `len` readable bytes owned by `map`, which the buffer keeps alive
     // through the `Arc` until the last slice of it is dropped; the bytes are never written.
     Ok(unsafe { Buffer::from_custom_allocation(ptr, len, map) })
+}
+
+/// Granularity of [`release`]: 64 KiB, a multiple of every page size Linux uses (4, 16 and
+/// 64 KiB), so a released range is always page-aligned.
+const RELEASE_ALIGN: usize = 64 * 1024;
+
+/// Maps the scratch file `path` read-only, then removes it: the map keeps its bytes until the
+/// last clone of the returned map (and of the buffer, which holds one) is dropped, and a run
+/// folder never holds the file, even if the process dies. Returns the file's bytes as an
+/// Arrow buffer and the map, for [`release`].
+///
+/// # Errors
+/// [`EngineError::Io`] when the file cannot be opened, mapped or removed.
+pub fn map_scratch(path: &Path) -> Result<(Buffer, Arc<memmap2::Mmap>)> {
+    let file = File::open(path).map_err(|e| EngineError::io(path, e))?;
+    // SAFETY: the scratch file is written by this process before it is mapped and never
+    // after; it is removed right here, so no one else can write or truncate it.
+    let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| EngineError::io(path, e))?;
+    std::fs::remove_file(path).map_err(|e| EngineError::io(path, e))?;
+    let map = Arc::new(map);
+    let len = map.len();
+    if len == 0 {
+        return Ok((Buffer::from_vec(Vec::<u8>::new()), map));
+    }
+    let ptr = NonNull::new(map.as_ptr().cast_mut())
+        .ok_or_else(|| EngineError::Internal("memory map returned a null pointer".into()))?;
+    // SAFETY: as in `map_file`: `len` readable bytes owned by `map`, kept alive by the `Arc`
+    // the buffer holds, never written.
+    let buffer = unsafe { Buffer::from_custom_allocation(ptr, len, map.clone()) };
+    Ok((buffer, map))
+}
+
+/// Drops the pages of `map` from the 64 KiB block holding the start of `bytes` to the last
+/// block that ends inside them from this process's resident set (`madvise(MADV_DONTNEED)`),
+/// so that a writer streaming a mapped scratch file in order, releasing each range once it
+/// has read it, holds only what it reads next. Nothing is lost: a later read of a dropped
+/// page faults it in again from the page cache or the file. Does nothing for bytes outside
+/// the map, and ignores the kernel's refusal (the pages then stay resident).
+pub fn release(map: &memmap2::Mmap, bytes: &[u8]) {
+    let base = map.as_ptr() as usize;
+    let (start, end) = (bytes.as_ptr() as usize, bytes.as_ptr() as usize + bytes.len());
+    if start < base || end > base + map.len() {
+        return;
+    }
+    let first = (start - base) / RELEASE_ALIGN * RELEASE_ALIGN;
+    let last = (end - base) / RELEASE_ALIGN * RELEASE_ALIGN;
+    if last <= first {
+        return;
+    }
+    // SAFETY: the map is a read-only, shared map of a file no one writes: dropping its pages
+    // loses nothing, and every later access reads the same bytes back from the file.
+    let _ = unsafe {
+        map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, first, last - first)
+    };
 }
 
 /// Decodes every record batch of the Arrow IPC file in `buffer` without copying its data.

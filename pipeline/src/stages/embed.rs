@@ -2,18 +2,22 @@
 //! vector per document (`find_by_meaning` ranks documents by the unit sum of their title's and
 //! passages' vectors; see [`crate::embed`]), each batched and parallel.
 //!
-//! Memory: the two output buffers (community rows and document rows, row-major, the buffers
-//! the snapshot writer takes) are allocated once at their final size, and every vector is
-//! written straight into them. Passages are embedded [`PASSAGE_CHUNK`] at a time, in row order:
-//! each chunk's vectors go to the community rows that are those passages and are added into
-//! their documents' rows, then the chunk is dropped. So no vector of every passage is ever held
-//! (at 10⁵ documents that was 0.5 GB beside the community rows' 0.5 GB); only the passages a
-//! community centroid averages are kept until their means are taken.
+//! Memory: the two outputs (community rows and document rows, row-major) are not held: they
+//! are written into scratch files of the run's staging folder
+//! ([`agrag_engine::format::staged::StagedRows`]), which the snapshot writer maps and streams
+//! (at 10⁶ documents they are 4.9 GB and 1.5 GB). Passages are embedded [`PASSAGE_CHUNK`] at a
+//! time, in row order: each chunk's vectors are written to the community rows that are those
+//! passages and added into their documents' rows, then the chunk is dropped. Passage rows are
+//! in document order, so the document rows a chunk touches are a range: it is read, summed
+//! into, and written back with every row but the last (which the next chunk may continue)
+//! normalized. Only the passages a community centroid averages are kept until their means
+//! are taken.
 //!
 //! The bits are those of embedding every passage in one call and summing each document's
 //! title and passages in order ([`crate::embed::document_vector`]): a document's row starts as
-//! its title's vector (`0 + t = t` exactly) and its passages are added in position order, and
-//! a corpus of at most [`PASSAGE_CHUNK`] passages is one chunk, batched as one call would be.
+//! its title's vector plus zero (`0 + t` is `t`, but for -0.0) and its passages are added in
+//! position order, and a corpus of at most [`PASSAGE_CHUNK`] passages is one chunk, batched
+//! as one call would be.
 //!
 //! [`CommunityVectors`]: crate::report::CommunityVectors
 
@@ -22,6 +26,7 @@ use std::collections::{HashMap, HashSet};
 use agrag_engine::embed::{Embedder, EmbedderIdentity, l2_normalize};
 use agrag_engine::format::RunWriter;
 use agrag_engine::format::previous::PreviousRun;
+use agrag_engine::format::staged::{RowBuffer, StagedRows};
 use agrag_engine::format::tables::ReportVectors;
 use agrag_engine::format::text_embeddings::{
     TextEmbeddings, TextEmbeddingsWriter, TextHash, text_hash,
@@ -36,6 +41,11 @@ use crate::run::RunConfig;
 use crate::stages::Phases;
 use crate::stages::report::Reported;
 use crate::stages::visibility::PassageTable;
+
+/// Scratch file of the community rows (see [`StagedRows`]).
+const SCRATCH_COMMUNITY_ROWS: &str = "scratch-community-vectors.f32";
+/// Scratch file of the document rows.
+const SCRATCH_DOCUMENT_ROWS: &str = "scratch-document-vectors.f32";
 
 /// Passages embedded per chunk: the chunk's vectors (about 50 MB at 384 dimensions) are the
 /// only passage vectors held at a time. Within a chunk, texts of similar length share a batch.
@@ -67,7 +77,7 @@ pub(crate) struct Embedded {
     /// The communities' vectors, row-major in community order, with each row's community.
     pub(crate) report_vectors: ReportVectors,
     /// One vector per document, in document order, row-major (`documents × dim`).
-    pub(crate) document_embeddings: Vec<f32>,
+    pub(crate) document_embeddings: RowBuffer,
     /// The embedder that made them.
     pub(crate) identity: EmbedderIdentity,
 }
@@ -226,8 +236,8 @@ pub(crate) fn embed(
     let identity = embedder.identity().clone();
     let dim = identity.dim;
     let layout = RowLayout::new(reported)?;
-    let mut values = vec![0.0f32; layout.num_rows() * dim];
-    let row = |r: usize| r * dim..(r + 1) * dim;
+    let community_rows = StagedRows::create(w, SCRATCH_COMMUNITY_ROWS, layout.num_rows(), dim)?;
+    let document_rows = StagedRows::create(w, SCRATCH_DOCUMENT_ROWS, corpus.documents.len(), dim)?;
 
     // The reports' texts, into their rows: the parent's vectors where the text is the
     // parent's, embedded otherwise.
@@ -289,8 +299,7 @@ pub(crate) fn embed(
     let mut reused_report_vectors = 0;
     for (c, texts) in reported.texts.iter().enumerate() {
         if let Some(parent) = from_parent[c] {
-            let first = row(layout.first[c]).start;
-            values[first..first + parent.len()].copy_from_slice(parent);
+            community_rows.write_rows(layout.first[c], parent)?;
             for (text, v) in texts.iter().zip(parent.chunks_exact(dim.max(1))) {
                 text_vectors.record(text, v)?;
             }
@@ -299,8 +308,7 @@ pub(crate) fn embed(
         }
         let mut all_from_parent = !texts.is_empty();
         for (i, (v, from_parent)) in fresh.by_ref().take(texts.len()).enumerate() {
-            let r = row(layout.first[c] + i);
-            values[r].copy_from_slice(&v);
+            community_rows.write_rows(layout.first[c] + i, &v)?;
             all_from_parent &= from_parent;
         }
         reused_report_vectors += usize::from(all_from_parent);
@@ -318,24 +326,19 @@ pub(crate) fn embed(
     let reused_before_titles = text_vectors.reused;
     let titles: Vec<&str> = corpus.documents.iter().map(|d| d.title.as_str()).collect();
     let phase = phases.start("embed_documents", Some(titles.len() as u64));
-    // Sums from zero, as `document_vector` makes them (a title's -0.0 becomes +0.0).
-    let mut document_embeddings = vec![0.0f32; corpus.documents.len() * dim];
     // Whether each document's vector is made of the parent's vectors alone.
-    let mut document_reused = vec![true; corpus.documents.len()];
-    let mut rows = document_embeddings
-        .chunks_exact_mut(dim.max(1))
-        .zip(&mut document_reused);
-    for chunk in titles.chunks(PASSAGE_CHUNK) {
+    let mut document_reused = Vec::with_capacity(corpus.documents.len());
+    let mut sums = Vec::new();
+    for (i, chunk) in titles.chunks(PASSAGE_CHUNK).enumerate() {
+        sums.clear();
         for (v, from_parent) in text_vectors.vectors(chunk, "document titles", &phase.bar)? {
-            if let Some((doc, reused)) = rows.next() {
-                for (s, x) in doc.iter_mut().zip(&v) {
-                    *s += x;
-                }
-                *reused = from_parent;
-            }
+            // Sums from zero, as `document_vector` makes them (a title's -0.0 becomes +0.0).
+            sums.extend(v.iter().map(|x| 0.0 + x));
+            document_reused.push(from_parent);
         }
+        document_rows.write_rows(i * PASSAGE_CHUNK, &sums)?;
     }
-    drop(titles);
+    drop((titles, sums));
     phases.finish(
         phase,
         &format!(
@@ -368,6 +371,10 @@ pub(crate) fn embed(
     let mut kept: HashMap<u32, Vec<f32>> = HashMap::with_capacity(centroid_members.len());
     let phase = phases.start("embed_passages", Some(needed.len() as u64));
     let mut targets = layout.passage_rows.iter().peekable();
+    // Documents before `done` are complete and written normalized; `docs` holds the rows
+    // from `done` on that the current chunk touches.
+    let mut done = 0usize;
+    let mut docs: Vec<f32> = Vec::new();
     for chunk in needed.chunks(PASSAGE_CHUNK) {
         let texts: Vec<&str> = chunk
             .iter()
@@ -375,16 +382,21 @@ pub(crate) fn embed(
             .collect();
         let vectors = text_vectors.vectors(&texts, "passages", &phase.bar)?;
         drop(texts);
+        let last = chunk
+            .last()
+            .map_or(done, |&p| passages.refs[p as usize].document as usize)
+            .max(done);
+        docs.resize((last + 1 - done) * dim, 0.0);
+        document_rows.read_rows(done, &mut docs)?;
         for (&p, (v, from_parent)) in chunk.iter().zip(vectors) {
             while let Some(&(_, r)) = targets.next_if(|(q, _)| *q == p) {
-                let r = row(r);
-                values[r].copy_from_slice(&v);
+                community_rows.write_rows(r, &v)?;
             }
             let pr = &passages.refs[p as usize];
             if !passages.excluded[p as usize] {
                 let d = pr.document as usize;
                 document_reused[d] &= from_parent;
-                for (s, x) in document_embeddings[d * dim..(d + 1) * dim]
+                for (s, x) in docs[(d - done) * dim..(d - done + 1) * dim]
                     .iter_mut()
                     .zip(&v)
                 {
@@ -395,10 +407,25 @@ pub(crate) fn embed(
                 kept.insert(p, v);
             }
         }
+        // Every document before `last` is complete: later passages are of `last` or after.
+        for doc in docs[..(last - done) * dim].chunks_exact_mut(dim.max(1)) {
+            l2_normalize(doc);
+        }
+        document_rows.write_rows(done, &docs)?;
+        done = last;
     }
-    for doc in document_embeddings.chunks_exact_mut(dim.max(1)) {
-        l2_normalize(doc);
+    // The rest: the last chunk's last document and those without a passage after it.
+    let nd = corpus.documents.len();
+    for first in (done..nd).step_by(PASSAGE_CHUNK) {
+        let n = PASSAGE_CHUNK.min(nd - first);
+        docs.resize(n * dim, 0.0);
+        document_rows.read_rows(first, &mut docs)?;
+        for doc in docs.chunks_exact_mut(dim.max(1)) {
+            l2_normalize(doc);
+        }
+        document_rows.write_rows(first, &docs)?;
     }
+    drop(docs);
     // Each centroid: the unit mean of its passages' vectors, summed in ranking order.
     for (c, centroid) in reported.centroid_passages.iter().enumerate() {
         if centroid.is_empty() {
@@ -414,8 +441,7 @@ pub(crate) fn embed(
             }
         }
         l2_normalize(&mut mean);
-        let r = row(layout.first[c + 1] - 1);
-        values[r].copy_from_slice(&mean);
+        community_rows.write_rows(layout.first[c + 1] - 1, &mean)?;
     }
     drop(kept);
     let TextVectors {
@@ -448,10 +474,10 @@ pub(crate) fn embed(
         text_vectors: (reused, embedded),
         reused_document_vectors,
         report_vectors: ReportVectors {
-            values,
+            values: community_rows.finish()?,
             communities,
         },
-        document_embeddings,
+        document_embeddings: document_rows.finish()?,
         identity,
     })
 }

@@ -10,6 +10,7 @@ use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use super::{RunLookups, batch, utf8, vector_array, write_vectors};
 use crate::error::Result;
 use crate::format::RunWriter;
+use crate::format::staged::RowBuffer;
 
 /// Parquet file name inside the run folder.
 pub const FILE: &str = "document_embeddings.parquet";
@@ -32,8 +33,9 @@ pub fn schema(dim: usize) -> SchemaRef {
     ]))
 }
 
-/// Writes the vectors `values` (row-major, `documents × dim`, taken, not copied) of the
-/// documents of `l` as the Parquet file and the Arrow IPC file.
+/// Writes the vectors `values` (row-major, `documents × dim`, not copied; a mapped matrix is
+/// streamed, see [`RowBuffer`]) of the documents of `l` as the Parquet file and the Arrow IPC
+/// file.
 ///
 /// # Errors
 /// [`crate::EngineError::Internal`] for a wrong embedding length; [`crate::EngineError::Io`] /
@@ -41,7 +43,7 @@ pub fn schema(dim: usize) -> SchemaRef {
 pub(crate) fn write(
     w: &mut RunWriter,
     l: &dyn RunLookups,
-    values: Vec<f32>,
+    values: RowBuffer,
     dim: usize,
 ) -> Result<()> {
     let mut keys = StringBuilder::new();
@@ -52,9 +54,9 @@ pub(crate) fn write(
         schema(dim),
         vec![
             Arc::new(keys.finish()),
-            Arc::new(vector_array(values, dim)?),
+            Arc::new(vector_array(values.buffer(), dim)?),
         ],
     )?;
-    write_vectors(w, FILE, &b, DOCUMENT_KEY)?;
-    w.write_ipc(IPC_FILE, &b)
+    write_vectors(w, FILE, &b, DOCUMENT_KEY, &values, dim)?;
+    w.write_ipc_releasing(IPC_FILE, &b, &|bytes| values.release_bytes(bytes))
 }

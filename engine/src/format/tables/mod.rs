@@ -75,6 +75,7 @@ pub use reports::ReportRecord;
 use super::layout::Layout;
 use super::manifest::Manifest;
 use super::mapped::Csr;
+use super::staged::RowBuffer;
 use super::writer::RunWriter;
 use crate::embed::EmbedderIdentity;
 use crate::error::{EngineError, Result};
@@ -174,6 +175,10 @@ fn list_of_strings<'s, I: IntoIterator<Item = &'s str>>(
     }
     Arc::new(b.finish())
 }
+
+/// Rows of a vector matrix read at a time where a mapped one is streamed (checks, the IVF
+/// partition): 16 Ki rows, 24 MiB at 384 dimensions.
+const WINDOW_ROWS: usize = 16 * 1024;
 
 /// Rows per record batch when a table is built from its integer columns: each batch is built,
 /// handed to the Parquet writer and dropped, so a table's Arrow form is never whole in memory.
@@ -356,7 +361,7 @@ pub struct RunColumns<'a> {
     /// Report embeddings (see [`report_embeddings`]).
     pub report_embeddings: ReportVectors,
     /// Document embeddings, row-major, `documents × dim` (same embedder).
-    pub document_embeddings: Vec<f32>,
+    pub document_embeddings: RowBuffer,
 }
 
 impl std::fmt::Debug for RunColumns<'_> {
@@ -379,7 +384,10 @@ fn inconsistent(what: String) -> EngineError {
 }
 
 /// A `FixedSizeList<Float32, dim>` over `values` (taken, not copied).
-fn vector_array(values: Vec<f32>, dim: usize) -> Result<FixedSizeListArray> {
+fn vector_array(
+    values: impl Into<arrow_buffer::ScalarBuffer<f32>>,
+    dim: usize,
+) -> Result<FixedSizeListArray> {
     FixedSizeListArray::try_new(
         report_embeddings::item_field(),
         i32::try_from(dim).map_err(|_| EngineError::Internal("embedding dim too large".into()))?,
@@ -471,15 +479,17 @@ fn check(cols: &RunColumns<'_>, dim: usize) -> Result<()> {
             cols.document_embeddings.len()
         )));
     }
-    if re
-        .values
-        .iter()
-        .chain(&cols.document_embeddings)
-        .any(|x| !x.is_finite())
-    {
-        return Err(inconsistent(
-            "an embedding holds a NaN or infinite value".into(),
-        ));
+    // A window at a time: a mapped matrix is released as it is read.
+    for m in [&re.values, &cols.document_embeddings] {
+        m.try_for_each_window(WINDOW_ROWS, dim, |_, w| {
+            if w.iter().all(|x| x.is_finite()) {
+                Ok(())
+            } else {
+                Err(inconsistent(
+                    "an embedding holds a NaN or infinite value".into(),
+                ))
+            }
+        })?;
     }
     Ok(())
 }
@@ -787,29 +797,33 @@ fn passage_ids(l: &dyn RunLookups, ps: impl Iterator<Item = u32>) -> ArrayRef {
     Arc::new(b.finish())
 }
 
-/// The values of an embedding batch's vector column (column 1), row-major.
-fn vector_values(b: &RecordBatch) -> &[f32] {
-    use arrow_array::Array as _;
-    b.column(1)
-        .as_any()
-        .downcast_ref::<FixedSizeListArray>()
-        .and_then(|l| l.values().as_any().downcast_ref::<Float32Array>())
-        .map_or(&[], |v| &v.values()[..])
-}
-
 /// Writes an embedding batch `b` (a key column, a vector column) to Parquet file `name` in
 /// slices of [`BATCH_ROWS`] rows (zero-copy views of `b`).
-fn write_vectors(w: &mut RunWriter, name: &str, b: &RecordBatch, sorted_by: &str) -> Result<()> {
+fn write_vectors(
+    w: &mut RunWriter,
+    name: &str,
+    b: &RecordBatch,
+    sorted_by: &str,
+    vectors: &RowBuffer,
+    dim: usize,
+) -> Result<()> {
     let rows = b.num_rows();
+    let values = vectors.values();
     w.write_parquet_batches(
         name,
         &b.schema(),
         &[sorted_by],
         (0..rows.div_ceil(BATCH_ROWS)).map(|i| {
             let start = i * BATCH_ROWS;
+            // The Parquet writer has encoded the slice before: a mapped matrix drops it.
+            if i > 0 {
+                vectors.release(values.get((start - BATCH_ROWS) * dim..start * dim).unwrap_or(&[]));
+            }
             Ok(b.slice(start, BATCH_ROWS.min(rows - start)))
         }),
-    )
+    )?;
+    vectors.release(values);
+    Ok(())
 }
 
 /// [`RunData`]'s owned rows seen through [`RunLookups`]: concept ids and passage ids interned to
@@ -968,10 +982,10 @@ pub fn write_run<'a>(
         reports: data.reports.clone(),
         report_sources,
         report_embeddings: ReportVectors {
-            values: data.report_embeddings.clone(),
+            values: data.report_embeddings.clone().into(),
             communities: data.report_embedding_communities.clone(),
         },
-        document_embeddings: data.document_embeddings.clone(),
+        document_embeddings: data.document_embeddings.clone().into(),
     };
     write_run_columns(
         layout,

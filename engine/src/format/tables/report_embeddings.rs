@@ -16,6 +16,7 @@ use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use super::{batch, u32f, u32s, vector_array, write_vectors};
 use crate::error::{EngineError, Result};
 use crate::format::RunWriter;
+use crate::format::staged::RowBuffer;
 
 /// Parquet file name inside the run folder.
 pub const FILE: &str = "report_embeddings.parquet";
@@ -41,17 +42,17 @@ pub fn schema(dim: usize) -> SchemaRef {
 /// The report (community) vectors of a run, row-major.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ReportVectors {
-    /// `rows × dim` values.
-    pub values: Vec<f32>,
+    /// `rows × dim` values, on the heap or a mapped scratch file.
+    pub values: RowBuffer,
     /// The community of each row, non-decreasing, every community at least once. Empty: one
     /// row per community, in community order.
     pub communities: Vec<u32>,
 }
 
 /// Writes the vectors `re` of the run's `num_communities` communities (community row `c`
-/// under the public id `cid(c)`) as the Parquet file and the Arrow IPC file. The vectors are
-/// taken, not copied. Returns the table's batch and the public id of each of its rows, from
-/// which the IVF index is built ([`super::report_ivf::write`]).
+/// under the public id `cid(c)`) as the Parquet file and the Arrow IPC file, streaming a
+/// mapped matrix (see [`RowBuffer`]). The vectors are not copied. Returns them and the public
+/// id of each row, from which the IVF index is built ([`super::report_ivf::write`]).
 ///
 /// # Errors
 /// [`EngineError::Internal`] for a wrong embedding length; [`EngineError::Io`] /
@@ -62,20 +63,20 @@ pub(crate) fn write(
     num_communities: usize,
     cid: &dyn Fn(u32) -> u32,
     dim: usize,
-) -> Result<(RecordBatch, Vec<u32>)> {
+) -> Result<(RowBuffer, Vec<u32>)> {
     let vector_communities: Vec<u32> = if re.communities.is_empty() {
         (0..num_communities as u32).map(cid).collect()
     } else {
         re.communities.into_iter().map(cid).collect()
     };
-    let list = vector_array(re.values, dim)?;
+    let list = vector_array(re.values.buffer(), dim)?;
     let b = batch(
         schema(dim),
         vec![u32s(vector_communities.iter().copied()), Arc::new(list)],
     )?;
-    write_vectors(w, FILE, &b, COMMUNITY_ID)?;
-    w.write_ipc(IPC_FILE, &b)?;
-    Ok((b, vector_communities))
+    write_vectors(w, FILE, &b, COMMUNITY_ID, &re.values, dim)?;
+    w.write_ipc_releasing(IPC_FILE, &b, &|bytes| re.values.release_bytes(bytes))?;
+    Ok((re.values, vector_communities))
 }
 
 /// The row range of each community's vectors in the report-embedding table: its

@@ -8,12 +8,13 @@ use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Float32Type, UInt32Type};
-use arrow_array::{Array, FixedSizeListArray, Float32Array, Int8Array, RecordBatch};
+use arrow_array::{Array, FixedSizeListArray, Float32Array, Int8Array};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 
-use super::{arrow_err, batch, map_embeddings, u32f, u32s, vector_array, vector_values};
+use super::{arrow_err, batch, map_embeddings, u32f, u32s, vector_array};
 use crate::error::{EngineError, Result};
 use crate::format::RunWriter;
+use crate::format::staged::RowBuffer;
 use crate::ivf::IvfIndex;
 
 /// Centroids: one row per cell, `list_id` ascending.
@@ -60,8 +61,8 @@ pub fn lists_schema(dim: usize) -> SchemaRef {
     ]))
 }
 
-/// Builds the index of the report-embedding batch `vectors` (normalized, `dim` dimensions;
-/// row `i` is a vector of the community whose public id is `communities[i]`) and writes its
+/// Builds the index of the report embeddings `vectors` (row-major, normalized, `dim`
+/// dimensions, read in order a window at a time when mapped; row `i` is a vector of the community whose public id is `communities[i]`) and writes its
 /// two files, when the run has enough vectors for one ([`crate::ivf::IvfParams::for_rows`]);
 /// otherwise writes nothing.
 ///
@@ -70,16 +71,18 @@ pub fn lists_schema(dim: usize) -> SchemaRef {
 /// failures.
 pub(crate) fn write(
     w: &mut RunWriter,
-    vectors: &RecordBatch,
+    vectors: &RowBuffer,
     communities: &[u32],
     dim: usize,
 ) -> Result<()> {
     let Some(params) = crate::ivf::IvfParams::for_rows(communities.len()) else {
         return Ok(());
     };
-    let values = vector_values(vectors);
-    let part = crate::ivf::build(values, dim, &params);
-    let index = IvfIndex::from_partition(values, dim, &part);
+    let values = vectors.values();
+    let release = |v: &[f32]| vectors.release(v);
+    let part = crate::ivf::build_releasing(values, dim, &params, &release);
+    let index = IvfIndex::from_partition_releasing(values, dim, &part, &release);
+    drop(part);
     let cb = batch(
         centroids_schema(dim),
         vec![
