@@ -183,10 +183,10 @@ pub fn build(matrix: &[f32], dim: usize, params: &IvfParams) -> IvfPartition {
     build_releasing(matrix, dim, params, &|_| {})
 }
 
-/// [`build`] for a matrix read from a map that drops what it has read: the training sample
-/// is copied out first (then `release` gets the whole matrix), and every row is assigned a
-/// window of [`WINDOW_ROWS`] at a time, in order, `release` getting each window once it is
-/// read. The partition is bit for bit [`build`]'s.
+/// [`build`] for a matrix read from a map that drops what it has read (`release` gets each
+/// range once read): the seed rows are read, then the training sample is copied out in row
+/// order, then every row is assigned a window of [`WINDOW_ROWS`] at a time, in order. The
+/// partition is bit for bit [`build`]'s.
 ///
 /// # Panics
 /// As [`build`].
@@ -219,15 +219,23 @@ pub fn build_releasing(
         normalize(&mut c);
         centroids.extend_from_slice(&c);
     }
+    // The seeds were read at random: drop them before the sample is read in order.
+    release(matrix);
     sample.sort_unstable();
     // The sample's rows, in sample order: the iterations read them many times, at random.
-    let trained: Vec<f32> = sample
-        .iter()
-        .flat_map(|&r| row(r as usize))
-        .copied()
-        .collect();
+    // Gathered in row order, each window of the matrix released once passed.
+    let mut trained: Vec<f32> = Vec::with_capacity(sample.len() * dim);
+    let mut passed = 0usize;
+    for &r in &sample {
+        let window_start = r as usize / WINDOW_ROWS * WINDOW_ROWS;
+        if window_start > passed {
+            release(&matrix[passed * dim..window_start * dim]);
+            passed = window_start;
+        }
+        trained.extend_from_slice(row(r as usize));
+    }
     drop(sample);
-    release(matrix);
+    release(&matrix[passed * dim..]);
     let sample_row = |i: usize| &trained[i * dim..(i + 1) * dim];
     let mut cells: Vec<u32> = vec![u32::MAX; trained.len() / dim];
     for _ in 0..params.iterations.max(1) {

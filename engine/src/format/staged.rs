@@ -153,7 +153,10 @@ impl RowBuffer {
             return Ok(Self::default());
         }
         if !buffer.len().is_multiple_of(F32_BYTES) {
-            return Err(EngineError::corrupt(path, "not a whole number of f32 values"));
+            return Err(EngineError::corrupt(
+                path,
+                "not a whole number of f32 values",
+            ));
         }
         Ok(Self {
             values: ScalarBuffer::new(buffer, 0, map.len() / F32_BYTES),
@@ -266,8 +269,14 @@ mod tests {
         }
         let mut two = [0.0f32; 6];
         staged.read_rows(rows - 2, &mut two).unwrap();
-        assert_eq!(two, [0.0, 0.0, 0.0, (rows - 1) as f32, -((rows - 1) as f32), 0.5]);
-        assert!(staged.write_rows(rows - 1, &[1.0; 6]).is_err(), "past the end");
+        assert_eq!(
+            two,
+            [0.0, 0.0, 0.0, (rows - 1) as f32, -((rows - 1) as f32), 0.5]
+        );
+        assert!(
+            staged.write_rows(rows - 1, &[1.0; 6]).is_err(),
+            "past the end"
+        );
         assert!(staged.write_rows(0, &[1.0; 2]).is_err(), "not a whole row");
         let path = w.staging_dir().join("scratch.f32");
         let m = staged.finish().unwrap();
@@ -296,6 +305,45 @@ mod tests {
         assert_eq!(m.values(), &expected[..]);
         assert_eq!(m, RowBuffer::from(expected));
         let empty = StagedRows::create(&w, "empty.f32", 0, dim).unwrap();
-        assert!(empty.finish().unwrap().is_empty(), "no rows map to no values");
+        assert!(
+            empty.finish().unwrap().is_empty(),
+            "no rows map to no values"
+        );
+    }
+
+    /// This process's `RssFile` (resident pages of mapped files) in bytes.
+    fn rss_file() -> Option<u64> {
+        let status = std::fs::read_to_string("/proc/self/status").ok()?;
+        let line = status.lines().find(|l| l.starts_with("RssFile:"))?;
+        Some(line.split_whitespace().nth(1)?.parse::<u64>().ok()? * 1024)
+    }
+
+    #[test]
+    fn released_windows_leave_the_resident_set() {
+        let dir = tempfile::tempdir().unwrap();
+        let layout = Layout::new(dir.path());
+        let w = RunWriter::create(&layout, &crate::format::new_run_id()).unwrap();
+        let (rows, dim) = (64 * 1024, 256); // 64 MiB
+        let staged = StagedRows::create(&w, "scratch.f32", rows, dim).unwrap();
+        let row: Vec<f32> = (0..dim).map(|i| i as f32).collect();
+        for r in 0..rows {
+            staged.write_rows(r, &row).unwrap();
+        }
+        let m = staged.finish().unwrap();
+        let Some(before) = rss_file() else {
+            return; // not Linux
+        };
+        let sum: f64 = m.values().iter().map(|&x| f64::from(x)).sum();
+        let touched = rss_file().unwrap();
+        m.release(m.values());
+        let after = rss_file().unwrap();
+        assert_eq!(sum, (rows * dim * (dim - 1) / 2) as f64);
+        // Other tests of this process may map files meanwhile: compare with a margin.
+        let size = (rows * dim * F32_BYTES) as u64;
+        assert!(
+            touched >= before + size / 2,
+            "reading faults the map in: {before} → {touched}"
+        );
+        assert!(touched >= after + size / 2, "released: {touched} → {after}");
     }
 }

@@ -74,7 +74,10 @@ pub fn map_scratch(path: &Path) -> Result<(Buffer, Arc<memmap2::Mmap>)> {
 /// the map, and ignores the kernel's refusal (the pages then stay resident).
 pub fn release(map: &memmap2::Mmap, bytes: &[u8]) {
     let base = map.as_ptr() as usize;
-    let (start, end) = (bytes.as_ptr() as usize, bytes.as_ptr() as usize + bytes.len());
+    let (start, end) = (
+        bytes.as_ptr() as usize,
+        bytes.as_ptr() as usize + bytes.len(),
+    );
     if start < base || end > base + map.len() {
         return;
     }

@@ -797,8 +797,15 @@ fn passage_ids(l: &dyn RunLookups, ps: impl Iterator<Item = u32>) -> ArrayRef {
     Arc::new(b.finish())
 }
 
-/// Writes an embedding batch `b` (a key column, a vector column) to Parquet file `name` in
-/// slices of [`BATCH_ROWS`] rows (zero-copy views of `b`).
+/// Rows of an embedding table handed to the Parquet writer at a time: the writer computes a
+/// definition and a repetition level for every value of a slice before it encodes it (at
+/// 64 Ki rows of 384 values that was 0.2 GB on top of the values), so vector slices are
+/// small.
+const VECTOR_BATCH_ROWS: usize = 4 * 1024;
+
+/// Writes an embedding batch `b` (a key column, a vector column over `vectors`, `dim` values
+/// a row) to Parquet file `name` in slices of [`VECTOR_BATCH_ROWS`] rows (zero-copy views of
+/// `b`), releasing each slice of a mapped matrix once it is encoded.
 fn write_vectors(
     w: &mut RunWriter,
     name: &str,
@@ -807,19 +814,20 @@ fn write_vectors(
     vectors: &RowBuffer,
     dim: usize,
 ) -> Result<()> {
+    const STEP: usize = VECTOR_BATCH_ROWS;
     let rows = b.num_rows();
     let values = vectors.values();
     w.write_parquet_batches(
         name,
         &b.schema(),
         &[sorted_by],
-        (0..rows.div_ceil(BATCH_ROWS)).map(|i| {
-            let start = i * BATCH_ROWS;
+        (0..rows.div_ceil(STEP)).map(|i| {
+            let start = i * STEP;
             // The Parquet writer has encoded the slice before: a mapped matrix drops it.
             if i > 0 {
-                vectors.release(values.get((start - BATCH_ROWS) * dim..start * dim).unwrap_or(&[]));
+                vectors.release(values.get((start - STEP) * dim..start * dim).unwrap_or(&[]));
             }
-            Ok(b.slice(start, BATCH_ROWS.min(rows - start)))
+            Ok(b.slice(start, STEP.min(rows - start)))
         }),
     )?;
     vectors.release(values);
