@@ -185,7 +185,7 @@ pub fn build(matrix: &[f32], dim: usize, params: &IvfParams) -> IvfPartition {
 
 /// [`build`] for a matrix read from a map that drops what it has read (`release` gets each
 /// range once read): the seed rows are read, then the training sample is copied out in row
-/// order, then every row is assigned a window of [`WINDOW_ROWS`] at a time, in order. The
+/// order, then every row is assigned a window of 16 Ki rows at a time, in order. The
 /// partition is bit for bit [`build`]'s.
 ///
 /// # Panics

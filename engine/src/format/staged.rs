@@ -190,7 +190,8 @@ impl RowBuffer {
     }
 
     /// Tells a mapped matrix that `values` (a range of it, read in order) is no longer needed:
-    /// their pages leave the resident set (see [`mmap::release`]). Nothing for a heap matrix.
+    /// their pages leave the resident set (`madvise(MADV_DONTNEED)` of the 64 KiB blocks from
+    /// the one holding its start to the last that ends inside it). Nothing for a heap matrix.
     pub fn release(&self, values: &[f32]) {
         if let Some(map) = &self.map {
             // Bytes of the same memory, for the page arithmetic.
