@@ -129,8 +129,9 @@ impl StagedRows {
     /// # Errors
     /// [`EngineError::Io`] naming the file when it cannot be mapped or removed.
     pub fn finish(self) -> Result<RowBuffer> {
+        // No sync: the map reads the page cache the writes went to, and a scratch file need
+        // not survive a crash (syncing 10⁶ documents' vectors took seconds).
         let Self { path, file, .. } = self;
-        file.sync_data().map_err(|e| EngineError::io(&path, e))?;
         drop(file);
         RowBuffer::map(&path)
     }
