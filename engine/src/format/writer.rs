@@ -113,6 +113,14 @@ impl RunWriter {
         &self.run_id
     }
 
+    /// `schema` with the run id and the format version added to its metadata.
+    fn with_run_metadata(&self, schema: &arrow_schema::SchemaRef) -> arrow_schema::SchemaRef {
+        let mut meta = schema.metadata().clone();
+        meta.insert(META_RUN_ID.to_owned(), self.run_id.clone());
+        meta.insert(META_FORMAT_VERSION.to_owned(), FORMAT_VERSION.to_string());
+        std::sync::Arc::new(schema.as_ref().clone().with_metadata(meta))
+    }
+
     fn open_file(&self, name: &str) -> Result<(PathBuf, HashingWriter<BufWriter<File>>)> {
         if self.files.iter().any(|f| f.name == name) || name == MANIFEST_FILE {
             return Err(EngineError::Internal(format!("file {name} written twice")));
@@ -221,10 +229,7 @@ impl RunWriter {
             |e: parquet::errors::ParquetError| EngineError::parquet(&path, "Parquet write", e);
         // pyarrow (and so pandas) shows the metadata of the Arrow schema embedded in the file,
         // not the Parquet key-value pairs: the run id goes in both.
-        let mut meta = schema.metadata().clone();
-        meta.insert(META_RUN_ID.to_owned(), self.run_id.clone());
-        meta.insert(META_FORMAT_VERSION.to_owned(), FORMAT_VERSION.to_string());
-        let schema = std::sync::Arc::new(schema.as_ref().clone().with_metadata(meta));
+        let schema = self.with_run_metadata(schema);
         let mut writer = ArrowWriter::try_new(out, schema.clone(), Some(props)).map_err(perr)?;
         let mut rows = 0usize;
         for batch in batches {
@@ -244,18 +249,7 @@ impl RunWriter {
     /// # Errors
     /// [`EngineError::Io`] / [`EngineError::Parquet`] on write failures.
     pub fn write_ipc(&mut self, name: &str, batch: &RecordBatch) -> Result<()> {
-        let (path, out) = self.open_file(name)?;
-        let aerr = |e: arrow_schema::ArrowError| EngineError::parquet(&path, "Arrow IPC write", e);
-        let mut meta = batch.schema().metadata().clone();
-        meta.insert(META_RUN_ID.to_owned(), self.run_id.clone());
-        meta.insert(META_FORMAT_VERSION.to_owned(), FORMAT_VERSION.to_string());
-        let schema = std::sync::Arc::new(batch.schema().as_ref().clone().with_metadata(meta));
-        let batch = batch.clone().with_schema(schema.clone()).map_err(aerr)?;
-        let mut writer = arrow_ipc::writer::FileWriter::try_new(out, &schema).map_err(aerr)?;
-        writer.write(&batch).map_err(aerr)?;
-        writer.finish().map_err(aerr)?;
-        let out = writer.into_inner().map_err(aerr)?;
-        self.close_file(name, &path, out, batch.num_rows())
+        self.write_ipc_releasing(name, batch, &|_| {})
     }
 
     /// As [`RunWriter::write_ipc`], calling `release` with each range of bytes once it is
@@ -273,10 +267,7 @@ impl RunWriter {
     ) -> Result<()> {
         let (path, out) = self.open_file(name)?;
         let aerr = |e: arrow_schema::ArrowError| EngineError::parquet(&path, "Arrow IPC write", e);
-        let mut meta = batch.schema().metadata().clone();
-        meta.insert(META_RUN_ID.to_owned(), self.run_id.clone());
-        meta.insert(META_FORMAT_VERSION.to_owned(), FORMAT_VERSION.to_string());
-        let schema = std::sync::Arc::new(batch.schema().as_ref().clone().with_metadata(meta));
+        let schema = self.with_run_metadata(&batch.schema());
         let batch = batch.clone().with_schema(schema.clone()).map_err(aerr)?;
         let out = ReleasingWriter {
             inner: out,
@@ -299,10 +290,7 @@ impl RunWriter {
     /// file of that name was written already.
     pub fn start_ipc(&mut self, name: &str, schema: &arrow_schema::SchemaRef) -> Result<IpcStream> {
         let (path, out) = self.open_file(name)?;
-        let mut meta = schema.metadata().clone();
-        meta.insert(META_RUN_ID.to_owned(), self.run_id.clone());
-        meta.insert(META_FORMAT_VERSION.to_owned(), FORMAT_VERSION.to_string());
-        let schema = std::sync::Arc::new(schema.as_ref().clone().with_metadata(meta));
+        let schema = self.with_run_metadata(schema);
         let writer = arrow_ipc::writer::FileWriter::try_new(out, &schema)
             .map_err(|e| ipc_error(&path, e))?;
         Ok(IpcStream {
