@@ -23,7 +23,7 @@ use crate::error::{EngineError, Result};
 use crate::format::RunWriter;
 use crate::store::mmap;
 
-/// Bytes of one `f32` in a scratch file (native little-endian order, as Arrow's buffers).
+/// Bytes of one `f32` in a scratch file (native byte order, as the map reads them back).
 const F32_BYTES: usize = std::mem::size_of::<f32>();
 
 /// A `rows × dim` matrix of `f32` being written into a scratch file of a run's staging
@@ -98,12 +98,10 @@ impl StagedRows {
     /// the rows do not fit.
     pub fn write_rows(&self, first: usize, values: &[f32]) -> Result<()> {
         let at = self.span(first, values.len())?;
-        let mut bytes = Vec::with_capacity(values.len() * F32_BYTES);
-        for v in values {
-            bytes.extend_from_slice(&v.to_le_bytes());
-        }
+        // The values' own bytes, in native order: the order the map is read back in.
+        let bytes = arrow_buffer::ToByteSlice::to_byte_slice(values);
         self.file
-            .write_all_at(&bytes, at)
+            .write_all_at(bytes, at)
             .map_err(|e| EngineError::io(&self.path, e))
     }
 
@@ -119,7 +117,7 @@ impl StagedRows {
             .read_exact_at(&mut bytes, at)
             .map_err(|e| EngineError::io(&self.path, e))?;
         for (v, b) in out.iter_mut().zip(bytes.chunks_exact(F32_BYTES)) {
-            *v = f32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+            *v = f32::from_ne_bytes([b[0], b[1], b[2], b[3]]);
         }
         Ok(())
     }
