@@ -3,6 +3,8 @@
 //! rows at a time and streams it into its files (the contract is written down once, in the
 //! engine), then move `LATEST`.
 
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use agrag_engine::embed::EmbedderIdentity;
 use agrag_engine::format::tables::{
     CommunityRecord, DocumentFields, EntityRecord, LineageColumns, MembershipRecord, ReportRecord,
@@ -13,7 +15,7 @@ use agrag_engine::format::{
 };
 
 use crate::error::{PipelineError, Result};
-use crate::ingest::Corpus;
+use crate::ingest::CorpusColumns;
 use crate::leiden::Hierarchy;
 use crate::link::{SUBCLASS_OF, Vocabulary};
 use crate::report::Report;
@@ -28,7 +30,7 @@ pub type ConceptEvidence = (u32, u32, u32, Option<u32>);
 #[derive(Debug)]
 pub struct RunTables<'a> {
     /// The corpus, documents sorted by key.
-    pub corpus: &'a Corpus,
+    pub corpus: &'a CorpusColumns,
     /// Whether each document has at least one linked concept.
     pub document_linked: Vec<bool>,
     /// `(node_field, document index, concept index)`.
@@ -65,28 +67,33 @@ pub struct RunTables<'a> {
     pub embedder: EmbedderIdentity,
 }
 
+/// Passage text handed to the writers between two releases of the corpus's mapped pages.
+const RELEASE_BYTES: u64 = 64 << 20;
+
 /// The corpus and vocabulary as the engine's writer reads them: by document, passage row and
 /// concept index, borrowing every string.
 struct CorpusLookups<'a> {
-    corpus: &'a Corpus,
+    corpus: &'a CorpusColumns,
     linked: &'a [bool],
     vocabulary: &'a Vocabulary,
-    /// First passage row of each document (4 bytes a document).
-    first_passage: Vec<u32>,
+    /// Passage text handed out since the corpus's pages were last released: the writers read
+    /// every passage (the passage table, the text index), and what they have read leaves the
+    /// resident set every [`RELEASE_BYTES`].
+    handed_out: AtomicU64,
 }
 
 impl RunLookups for CorpusLookups<'_> {
     fn num_documents(&self) -> usize {
-        self.corpus.documents.len()
+        self.corpus.num_documents()
     }
     fn document(&self, d: u32) -> DocumentFields<'_> {
-        let doc = &self.corpus.documents[d as usize];
+        let d = d as usize;
         DocumentFields {
-            key: &doc.key,
-            title: &doc.title,
-            year: doc.year,
-            num_passages: doc.passages.len() as u32,
-            linked: self.linked[d as usize],
+            key: self.corpus.key(d),
+            title: self.corpus.title(d),
+            year: self.corpus.year(d),
+            num_passages: self.corpus.passage_rows(d).len() as u32,
+            linked: self.linked[d],
         }
     }
     fn num_passages(&self) -> usize {
@@ -95,13 +102,17 @@ impl RunLookups for CorpusLookups<'_> {
     fn passage(&self, p: u32) -> (u32, u32, &str) {
         // The last document whose first passage is at or before `p` (empty documents share
         // their first row with the next one, and own no row).
-        let d = self.first_passage.partition_point(|&f| f <= p) - 1;
-        let position = p - self.first_passage[d];
-        (
-            d as u32,
-            position,
-            &self.corpus.documents[d].passages[position as usize],
-        )
+        let first = self.corpus.first_passages();
+        let d = first.partition_point(|&f| f <= p) - 1;
+        let text = self.corpus.passage(p as usize);
+        let before = self
+            .handed_out
+            .fetch_add(text.len() as u64, Ordering::Relaxed);
+        if before / RELEASE_BYTES != (before + text.len() as u64) / RELEASE_BYTES {
+            // Pages a reader still needs fault in again; nothing is lost.
+            self.corpus.release_passages();
+        }
+        (d as u32, p - first[d], text)
     }
     fn concept_id(&self, c: u32) -> &str {
         &self.vocabulary.concepts[c as usize].id
@@ -138,18 +149,11 @@ pub fn publish(
             "communities and reports are not aligned by community id".into(),
         ));
     }
-    let docs = &tables.corpus.documents;
-    let mut first_passage = Vec::with_capacity(docs.len());
-    let mut next = 0u32;
-    for d in docs {
-        first_passage.push(next);
-        next += d.passages.len() as u32;
-    }
     let lookups = CorpusLookups {
         corpus: tables.corpus,
         linked: &tables.document_linked,
         vocabulary: tables.vocabulary,
-        first_passage,
+        handed_out: AtomicU64::new(0),
     };
     let vocab = tables.vocabulary;
     let cols = RunColumns {

@@ -301,12 +301,17 @@ pub fn run_with(cfg: &RunConfig, sources: &Sources) -> Result<RunSummary> {
 fn run_in_pool(cfg: &RunConfig, sources: &Sources) -> Result<RunSummary> {
     let mut phases = Phases::new(cfg.progress);
     let layout = Layout::new(&cfg.root);
+    // The run's files are staged from the start (a failed run removes them): the passages'
+    // text goes to a scratch file as it is read, the title and passage vectors as they are
+    // made.
+    let run_id = new_run_id();
+    let mut writer = RunWriter::create(&layout, &run_id)?;
 
     let Ingested {
         corpus,
         index,
         stats: ingest_stats,
-    } = stages::ingest::ingest(cfg, sources, &mut phases)?;
+    } = stages::ingest::ingest(cfg, sources, &writer, &mut phases)?;
     let flags = RunFlags::read(&layout)?;
     let passages = PassageTable::new(&corpus, &flags);
     let (index_vocabulary, given) = match index {
@@ -339,7 +344,7 @@ fn run_in_pool(cfg: &RunConfig, sources: &Sources) -> Result<RunSummary> {
         &graph,
         csr,
         &linked,
-        corpus.documents.len(),
+        corpus.num_documents(),
         &parent,
         &mut phases,
     )?;
@@ -358,10 +363,6 @@ fn run_in_pool(cfg: &RunConfig, sources: &Sources) -> Result<RunSummary> {
         previous,
         community_ids: &detected.community_ids,
     });
-    // The run's files are staged from here on (a failed run removes them): the title and
-    // passage vectors go to disk as they are made.
-    let run_id = new_run_id();
-    let mut writer = RunWriter::create(&layout, &run_id)?;
     let embedded = stages::embed::embed(
         cfg,
         &corpus,

@@ -9,6 +9,9 @@
 //! the kernel writes back and evicts under pressure, and the process holds at a time only the
 //! window a writer is reading.
 //!
+//! A corpus's passages are staged the same way, as texts appended to a scratch file and read
+//! back by index ([`TextColumn`]).
+//!
 //! The scratch file never reaches a published run: it is removed as soon as it is mapped
 //! (the map keeps its bytes), and a failed run's staging folder is removed with it.
 
@@ -22,6 +25,9 @@ use arrow_buffer::ScalarBuffer;
 use crate::error::{EngineError, Result};
 use crate::format::RunWriter;
 use crate::store::mmap;
+
+mod text;
+pub use text::{TextColumn, TextColumnBuilder};
 
 /// Bytes of one `f32` in a scratch file (native byte order, as the map reads them back).
 const F32_BYTES: usize = std::mem::size_of::<f32>();

@@ -39,10 +39,14 @@ use flate2::read::MultiGzDecoder;
 
 use crate::error::{PipelineError, Result};
 
+mod columns;
 #[cfg(feature = "tables")]
 pub mod graphrag;
 #[cfg(feature = "tables")]
 mod table;
+
+pub use columns::CorpusColumns;
+pub(crate) use columns::CorpusColumnsBuilder;
 
 /// The format of a documents file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -111,6 +115,22 @@ pub fn read_documents(
     format: Option<DocumentsFormat>,
     names: &ColumnNames,
 ) -> Result<Corpus> {
+    let mut documents = Vec::new();
+    let source = read_documents_into(path, format, names, &mut documents)?;
+    Ok(Corpus::new(documents, source))
+}
+
+/// As [`read_documents`], handing each document to `sink` in input order as it is read
+/// (nothing else of the input is held); returns what the run records of the source.
+///
+/// # Errors
+/// As [`read_documents`].
+pub(crate) fn read_documents_into(
+    path: &Path,
+    format: Option<DocumentsFormat>,
+    names: &ColumnNames,
+    sink: &mut dyn DocumentSink,
+) -> Result<Source> {
     let format = format.unwrap_or_else(|| DocumentsFormat::from_path(path));
     match format {
         DocumentsFormat::Jsonl => {
@@ -121,12 +141,18 @@ pub fn read_documents(
                     expected: "the default names with JSON Lines (its fields are document_key, text, title); renaming applies to Parquet and CSV",
                 });
             }
-            read_jsonl(path)
+            let file = std::fs::File::open(path).map_err(|e| PipelineError::Io {
+                path: path.to_owned(),
+                source: e,
+            })?;
+            parse_jsonl_into(BufReader::new(file), path, sink)
         }
         #[cfg(feature = "tables")]
-        DocumentsFormat::Parquet => table::read_table(path, table::TableFormat::Parquet, names),
+        DocumentsFormat::Parquet => {
+            table::read_table(path, table::TableFormat::Parquet, names, sink)
+        }
         #[cfg(feature = "tables")]
-        DocumentsFormat::Csv => table::read_table(path, table::TableFormat::Csv, names),
+        DocumentsFormat::Csv => table::read_table(path, table::TableFormat::Csv, names, sink),
         #[cfg(not(feature = "tables"))]
         DocumentsFormat::Parquet | DocumentsFormat::Csv => Err(PipelineError::InvalidConfig {
             field: "documents",
@@ -180,7 +206,46 @@ pub struct Corpus {
     pub num_empty_passages_dropped: usize,
 }
 
+/// What a run records of its documents' source, besides the documents.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Source {
+    /// The file (or folder) the documents came from.
+    pub path: PathBuf,
+    /// BLAKE3 digest (hex) of its bytes (decompressed, without a byte-order mark).
+    pub fingerprint: String,
+    /// Passages that were empty or only white space, dropped at ingest.
+    pub num_empty_passages_dropped: usize,
+}
+
+/// Where a reader hands each document it has checked ([`CorpusBuilder::push`]), in input
+/// order: a `Vec` (the owned [`Corpus`]), or the run's columns ([`CorpusColumns`]), which
+/// write the passages to a scratch file as they arrive.
+pub(crate) trait DocumentSink {
+    /// Takes the next document.
+    ///
+    /// # Errors
+    /// Those of the sink's storage (a scratch file that cannot be written).
+    fn push(&mut self, document: Document) -> Result<()>;
+}
+
+impl DocumentSink for Vec<Document> {
+    fn push(&mut self, document: Document) -> Result<()> {
+        Vec::push(self, document);
+        Ok(())
+    }
+}
+
 impl Corpus {
+    /// The corpus of `documents` (in input order) read from `source`.
+    pub fn new(documents: Vec<Document>, source: Source) -> Self {
+        Self {
+            documents,
+            source: source.path,
+            fingerprint: source.fingerprint,
+            num_empty_passages_dropped: source.num_empty_passages_dropped,
+        }
+    }
+
     /// Total number of passages.
     pub fn num_passages(&self) -> usize {
         self.documents.iter().map(|d| d.passages.len()).sum()
@@ -282,11 +347,7 @@ const UTF8_BOM: [u8; 3] = [0xef, 0xbb, 0xbf];
 /// * [`PipelineError::DuplicateKey`] naming both lines of a repeated `document_key`;
 /// * [`PipelineError::EmptyInput`] when the file holds no document or no passage.
 pub fn read_jsonl(path: &Path) -> Result<Corpus> {
-    let file = std::fs::File::open(path).map_err(|e| PipelineError::Io {
-        path: path.to_owned(),
-        source: e,
-    })?;
-    parse_jsonl(BufReader::new(file), path)
+    read_documents(path, Some(DocumentsFormat::Jsonl), &ColumnNames::default())
 }
 
 /// Reads a JSON Lines corpus from `reader` (plain or gzip-compressed); `path` names the source
@@ -296,16 +357,27 @@ pub fn read_jsonl(path: &Path) -> Result<Corpus> {
 ///
 /// # Errors
 /// As [`read_jsonl`].
-pub fn parse_jsonl(mut reader: impl BufRead, path: &Path) -> Result<Corpus> {
+pub fn parse_jsonl(reader: impl BufRead, path: &Path) -> Result<Corpus> {
+    let mut documents = Vec::new();
+    let source = parse_jsonl_into(reader, path, &mut documents)?;
+    Ok(Corpus::new(documents, source))
+}
+
+/// As [`parse_jsonl`], handing each document to `sink`.
+fn parse_jsonl_into(
+    mut reader: impl BufRead,
+    path: &Path,
+    sink: &mut dyn DocumentSink,
+) -> Result<Source> {
     let head = reader.fill_buf().map_err(|e| PipelineError::Io {
         path: path.to_owned(),
         source: e,
     })?;
     if head.starts_with(&GZIP_MAGIC) {
         let mut unzipped = BufReader::new(MultiGzDecoder::new(reader));
-        return parse_plain(&mut unzipped, path);
+        return parse_plain(&mut unzipped, path, sink);
     }
-    parse_plain(&mut reader, path)
+    parse_plain(&mut reader, path, sink)
 }
 
 /// The encoding that `head` (the first bytes of a file) shows, when it is not UTF-8: a
@@ -322,7 +394,11 @@ fn foreign_encoding(head: &[u8]) -> Option<&'static str> {
     }
 }
 
-fn parse_plain(reader: &mut dyn BufRead, path: &Path) -> Result<Corpus> {
+fn parse_plain(
+    reader: &mut dyn BufRead,
+    path: &Path,
+    sink: &mut dyn DocumentSink,
+) -> Result<Source> {
     let io = |e| PipelineError::Io {
         path: path.to_owned(),
         source: e,
@@ -347,7 +423,7 @@ fn parse_plain(reader: &mut dyn BufRead, path: &Path) -> Result<Corpus> {
         reader.consume(UTF8_BOM.len());
     }
     let mut hasher = blake3::Hasher::new();
-    let mut builder = CorpusBuilder::new(path, RecordKind::Line);
+    let mut builder = CorpusBuilder::new(path, RecordKind::Line, sink);
     let mut bytes: Vec<u8> = Vec::new();
     let mut line_no = 0u64;
     // Field names outside KNOWN_FIELDS, with the line each first appears on.
@@ -461,22 +537,31 @@ pub(crate) struct Fields {
 /// The one owner of the rules every document reader enforces: a non-empty key without `#`,
 /// unique across the input; a year in range; exactly one of `passages` and `text`; text in
 /// normal form; empty passages dropped and counted; a corpus with at least one passage.
-pub(crate) struct CorpusBuilder {
+pub(crate) struct CorpusBuilder<'s> {
     path: PathBuf,
     kind: RecordKind,
-    documents: Vec<Document>,
+    sink: &'s mut dyn DocumentSink,
     seen: HashMap<String, u64>,
+    num_documents: usize,
+    num_passages: usize,
     num_empty_passages_dropped: usize,
 }
 
-impl CorpusBuilder {
-    /// An empty corpus read from `path`, whose records are counted as `kind`.
-    pub(crate) fn new(path: &Path, kind: RecordKind) -> CorpusBuilder {
+impl<'s> CorpusBuilder<'s> {
+    /// An empty corpus read from `path`, whose records are counted as `kind`, its documents
+    /// handed to `sink`.
+    pub(crate) fn new(
+        path: &Path,
+        kind: RecordKind,
+        sink: &'s mut dyn DocumentSink,
+    ) -> CorpusBuilder<'s> {
         CorpusBuilder {
             path: path.to_owned(),
             kind,
-            documents: Vec::new(),
+            sink,
             seen: HashMap::new(),
+            num_documents: 0,
+            num_passages: 0,
             num_empty_passages_dropped: 0,
         }
     }
@@ -573,41 +658,41 @@ impl CorpusBuilder {
             });
         }
         self.seen.insert(key.clone(), at);
-        self.documents.push(Document {
+        self.num_documents += 1;
+        self.num_passages += passages.len();
+        self.sink.push(Document {
             key,
             title: normalize_text(&fields.title.unwrap_or_default()).into_owned(),
             year,
             passages,
             headings: fields.mesh.unwrap_or_default(),
-        });
-        Ok(())
+        })
     }
 
-    /// The corpus, with the input's `fingerprint` (BLAKE3 hex).
+    /// The source of the documents handed to the sink, with the input's `fingerprint`
+    /// (BLAKE3 hex).
     ///
     /// # Errors
     /// [`PipelineError::EmptyInput`] when it holds no document or no passage.
-    pub(crate) fn finish(self, fingerprint: String) -> Result<Corpus> {
+    pub(crate) fn finish(self, fingerprint: String) -> Result<Source> {
         let path = self.path;
-        let corpus = Corpus {
-            documents: self.documents,
-            source: path.clone(),
-            fingerprint,
-            num_empty_passages_dropped: self.num_empty_passages_dropped,
-        };
-        if corpus.documents.is_empty() {
+        if self.num_documents == 0 {
             return Err(PipelineError::EmptyInput {
                 path,
                 reason: "the corpus holds no document".into(),
             });
         }
-        if corpus.num_passages() == 0 {
+        if self.num_passages == 0 {
             return Err(PipelineError::EmptyInput {
                 path,
                 reason: "the corpus holds no passage".into(),
             });
         }
-        Ok(corpus)
+        Ok(Source {
+            path,
+            fingerprint,
+            num_empty_passages_dropped: self.num_empty_passages_dropped,
+        })
     }
 }
 

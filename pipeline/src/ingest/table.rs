@@ -30,7 +30,7 @@ use polars_io::SerReader;
 use polars_io::csv::read::CsvReadOptions;
 use polars_io::parquet::read::ParquetReader;
 
-use super::{ColumnNames, Corpus, CorpusBuilder, Fields, RecordKind};
+use super::{ColumnNames, CorpusBuilder, DocumentSink, Fields, RecordKind, Source};
 use crate::error::{PipelineError, Result};
 
 /// The table formats of documents.
@@ -42,7 +42,7 @@ pub(crate) enum TableFormat {
     Csv,
 }
 
-/// Reads the documents of the table at `path`.
+/// Reads the documents of the table at `path` into `sink`.
 ///
 /// # Errors
 /// [`PipelineError::Io`] when the file cannot be read; [`PipelineError::Unreadable`] when it
@@ -50,7 +50,12 @@ pub(crate) enum TableFormat {
 /// naming the column when a required column is missing or a column has the wrong type;
 /// [`PipelineError::Row`] naming the row for a null key, a bad cell and every rule of
 /// [`CorpusBuilder::push`]; [`PipelineError::EmptyInput`] when no document or passage is left.
-pub(crate) fn read_table(path: &Path, format: TableFormat, names: &ColumnNames) -> Result<Corpus> {
+pub(crate) fn read_table(
+    path: &Path,
+    format: TableFormat,
+    names: &ColumnNames,
+    sink: &mut dyn DocumentSink,
+) -> Result<Source> {
     let bytes = std::fs::read(path).map_err(|source| PipelineError::Io {
         path: path.to_owned(),
         source,
@@ -109,7 +114,7 @@ pub(crate) fn read_table(path: &Path, format: TableFormat, names: &ColumnNames) 
             read.join(", ")
         );
     }
-    let mut builder = CorpusBuilder::new(path, RecordKind::Row);
+    let mut builder = CorpusBuilder::new(path, RecordKind::Row, sink);
     for row in 0..df.height() {
         let at = row as u64;
         let fields = Fields {
@@ -155,7 +160,7 @@ enum Integers {
 }
 
 impl Integers {
-    fn get(&self, row: usize, builder: &CorpusBuilder) -> Result<Option<i64>> {
+    fn get(&self, row: usize, builder: &CorpusBuilder<'_>) -> Result<Option<i64>> {
         match self {
             Integers::Typed(c) => Ok(c.get(row)),
             Integers::Text(c) => match c.get(row).map(str::trim) {
@@ -175,7 +180,12 @@ enum Lists {
 }
 
 impl Lists {
-    fn get(&self, row: usize, builder: &CorpusBuilder, name: &str) -> Result<Option<Vec<String>>> {
+    fn get(
+        &self,
+        row: usize,
+        builder: &CorpusBuilder<'_>,
+        name: &str,
+    ) -> Result<Option<Vec<String>>> {
         let bad = |reason: String| builder.error(row as u64, format!("{name}: {reason}"));
         match self {
             Lists::Typed(c) => {

@@ -6,12 +6,12 @@ use std::collections::HashMap;
 use serde::Serialize;
 
 use crate::error::Result;
+use crate::ingest::CorpusColumns;
 
 /// One passage as a report sees it.
 #[derive(Debug, Clone, Copy)]
 pub struct PassageRef<'a> {
-    /// Passage text.
-    pub text: &'a str,
+    text: PassageText<'a>,
     /// Position in its document.
     pub position: u32,
     /// Title of its document.
@@ -20,6 +20,58 @@ pub struct PassageRef<'a> {
     pub document: u32,
     /// Row of the passage in the run (0-based, `passages.parquet` order).
     pub row: u32,
+}
+
+/// Where a passage's text is: given, or a row of the run's corpus, read when asked for (a
+/// community's context lists every supporting passage, and a report reads a few).
+#[derive(Debug, Clone, Copy)]
+enum PassageText<'a> {
+    Given(&'a str),
+    Corpus(&'a CorpusColumns),
+}
+
+impl<'a> PassageRef<'a> {
+    /// A passage whose text is `text`.
+    pub fn new(
+        text: &'a str,
+        position: u32,
+        document_title: &'a str,
+        document: u32,
+        row: u32,
+    ) -> Self {
+        Self {
+            text: PassageText::Given(text),
+            position,
+            document_title,
+            document,
+            row,
+        }
+    }
+
+    /// Passage row `row` of `corpus`, the passage at `position` of document `document`.
+    pub(crate) fn in_corpus(
+        corpus: &'a CorpusColumns,
+        row: u32,
+        position: u32,
+        document_title: &'a str,
+        document: u32,
+    ) -> Self {
+        Self {
+            text: PassageText::Corpus(corpus),
+            position,
+            document_title,
+            document,
+            row,
+        }
+    }
+
+    /// The passage's text.
+    pub fn text(&self) -> &'a str {
+        match self.text {
+            PassageText::Given(t) => t,
+            PassageText::Corpus(c) => c.passage(self.row as usize),
+        }
+    }
 }
 
 /// Everything a writer may use about one community.
@@ -345,7 +397,7 @@ impl ReportWriter for ExtractiveReportWriter {
             .passages
             .iter()
             .take(MAX_FINDINGS)
-            .map(|(p, _)| (best_sentence(p.text, &lower_names), p.row))
+            .map(|(p, _)| (best_sentence(p.text(), &lower_names), p.row))
             .filter(|(s, _)| !s.is_empty())
             .unzip();
         let mut sources: Vec<&str> = Vec::new();
@@ -419,7 +471,8 @@ impl Adjacency {
 
 /// Builds the context of one community from the run's tables.
 ///
-/// `entity_passages[e]` lists the passages mentioning entity `e` (ascending).
+/// `entity_passages[e]` lists the passages mentioning entity `e` (ascending); `passage(row)`
+/// is passage row `row`.
 #[allow(clippy::too_many_arguments)]
 pub fn community_context<'a>(
     community_id: u32,
@@ -429,7 +482,7 @@ pub fn community_context<'a>(
     aliases: &'a [String],
     adjacency: &Adjacency,
     entity_passages: &[Vec<u32>],
-    passages: &[PassageRef<'a>],
+    passage: &(dyn Fn(u32) -> PassageRef<'a> + Sync),
 ) -> CommunityContext<'a> {
     let member_set: std::collections::HashSet<u32> = members.iter().copied().collect();
     let mut internal: HashMap<u32, f64> = HashMap::new();
@@ -465,19 +518,17 @@ pub fn community_context<'a>(
         })
         .collect();
     member_rows.sort_by(|a, b| b.2.total_cmp(&a.2).then(b.3.cmp(&a.3)).then(a.1.cmp(b.1)));
-    let mut ranked: Vec<(u32, u32)> = per_passage.into_iter().collect();
+    let ranked: Vec<(u32, u32)> = per_passage.into_iter().collect();
+    let mut ranked: Vec<(PassageRef<'a>, u32)> =
+        ranked.into_iter().map(|(p, n)| (passage(p), n)).collect();
     ranked.sort_by(|a, b| {
         b.1.cmp(&a.1)
-            .then(
-                passages[a.0 as usize]
-                    .position
-                    .cmp(&passages[b.0 as usize].position),
-            )
-            .then(a.0.cmp(&b.0))
+            .then(a.0.position.cmp(&b.0.position))
+            .then(a.0.row.cmp(&b.0.row))
     });
     let num_documents = ranked
         .iter()
-        .map(|(p, _)| passages[*p as usize].document)
+        .map(|(p, _)| p.document)
         .collect::<std::collections::HashSet<_>>()
         .len();
     CommunityContext {
@@ -489,10 +540,7 @@ pub fn community_context<'a>(
             .collect(),
         members: member_rows,
         relationships,
-        passages: ranked
-            .into_iter()
-            .map(|(p, n)| (passages[p as usize], n))
-            .collect(),
+        passages: ranked,
         num_documents,
         internal_weight,
     }
@@ -509,21 +557,15 @@ mod tests {
             .map(|s| (*s).into())
             .collect();
         let adjacency = Adjacency::new(3, &[(0, 1, 2.0), (0, 2, 1.0), (1, 2, 3.0)]);
-        let passages = vec![
-            PassageRef {
-                text: "Statins lower mortality. Unrelated.",
-                position: 1,
-                document_title: "Q1?",
-                document: 0,
-                row: 0,
-            },
-            PassageRef {
-                text: "After myocardial infarction, mortality rises.",
-                position: 0,
-                document_title: "Q2?",
-                document: 1,
-                row: 1,
-            },
+        let passages = [
+            PassageRef::new("Statins lower mortality. Unrelated.", 1, "Q1?", 0, 0),
+            PassageRef::new(
+                "After myocardial infarction, mortality rises.",
+                0,
+                "Q2?",
+                1,
+                1,
+            ),
         ];
         let entity_passages = vec![vec![0], vec![0, 1], vec![1]];
         let aliases: Vec<String> = vec!["Statin".into(), String::new(), "Heart Attack".into()];
@@ -535,7 +577,7 @@ mod tests {
             &aliases,
             &adjacency,
             &entity_passages,
-            &passages,
+            &|p| passages[p as usize],
         );
         assert_eq!(ctx.members[0].1, "Mortality");
         assert_eq!(

@@ -36,7 +36,7 @@ use rayon::prelude::*;
 
 use crate::embed::embed_texts;
 use crate::error::{PipelineError, Result};
-use crate::ingest::Corpus;
+use crate::ingest::CorpusColumns;
 use crate::run::RunConfig;
 use crate::stages::Phases;
 use crate::stages::report::Reported;
@@ -225,7 +225,7 @@ impl<'a> TextVectors<'a> {
 /// (a bug: the report stage gives each one a text or a passage).
 pub(crate) fn embed(
     cfg: &RunConfig,
-    corpus: &Corpus,
+    corpus: &CorpusColumns,
     passages: &PassageTable<'_>,
     reported: &Reported,
     reuse: Option<Reuse<'_>>,
@@ -237,7 +237,7 @@ pub(crate) fn embed(
     let dim = identity.dim;
     let layout = RowLayout::new(reported)?;
     let community_rows = StagedRows::create(w, SCRATCH_COMMUNITY_ROWS, layout.num_rows(), dim)?;
-    let document_rows = StagedRows::create(w, SCRATCH_DOCUMENT_ROWS, corpus.documents.len(), dim)?;
+    let document_rows = StagedRows::create(w, SCRATCH_DOCUMENT_ROWS, corpus.num_documents(), dim)?;
 
     // The reports' texts, into their rows: the parent's vectors where the text is the
     // parent's, embedded otherwise.
@@ -324,10 +324,12 @@ pub(crate) fn embed(
 
     // The titles: each document's row starts as its title's vector.
     let reused_before_titles = text_vectors.reused;
-    let titles: Vec<&str> = corpus.documents.iter().map(|d| d.title.as_str()).collect();
+    let titles: Vec<&str> = (0..corpus.num_documents())
+        .map(|d| corpus.title(d))
+        .collect();
     let phase = phases.start("embed_documents", Some(titles.len() as u64));
     // Whether each document's vector is made of the parent's vectors alone.
-    let mut document_reused = Vec::with_capacity(corpus.documents.len());
+    let mut document_reused = Vec::with_capacity(titles.len());
     let mut sums = Vec::new();
     for (i, chunk) in titles.chunks(PASSAGE_CHUNK).enumerate() {
         sums.clear();
@@ -343,7 +345,7 @@ pub(crate) fn embed(
         phase,
         &format!(
             "{} title vectors by {}; {} taken from the parent run",
-            corpus.documents.len(),
+            corpus.num_documents(),
             identity.model,
             text_vectors.reused - reused_before_titles
         ),
@@ -376,15 +378,14 @@ pub(crate) fn embed(
     let mut done = 0usize;
     let mut docs: Vec<f32> = Vec::new();
     for chunk in needed.chunks(PASSAGE_CHUNK) {
-        let texts: Vec<&str> = chunk
-            .iter()
-            .map(|&p| passages.refs[p as usize].text)
-            .collect();
+        let texts: Vec<&str> = chunk.iter().map(|&p| passages.text(p as usize)).collect();
         let vectors = text_vectors.vectors(&texts, "passages", &phase.bar)?;
         drop(texts);
+        // The chunk's text is read: its pages leave the resident set.
+        corpus.release_passages();
         let last = chunk
             .last()
-            .map_or(done, |&p| passages.refs[p as usize].document as usize)
+            .map_or(done, |&p| passages.document(p) as usize)
             .max(done);
         docs.resize((last + 1 - done) * dim, 0.0);
         document_rows.read_rows(done, &mut docs)?;
@@ -392,9 +393,8 @@ pub(crate) fn embed(
             while let Some(&(_, r)) = targets.next_if(|(q, _)| *q == p) {
                 community_rows.write_rows(r, &v)?;
             }
-            let pr = &passages.refs[p as usize];
             if !passages.excluded[p as usize] {
-                let d = pr.document as usize;
+                let d = passages.document(p) as usize;
                 document_reused[d] &= from_parent;
                 for (s, x) in docs[(d - done) * dim..(d - done + 1) * dim]
                     .iter_mut()
@@ -415,7 +415,7 @@ pub(crate) fn embed(
         done = last;
     }
     // The rest: the last chunk's last document and those without a passage after it.
-    let nd = corpus.documents.len();
+    let nd = corpus.num_documents();
     for first in (done..nd).step_by(PASSAGE_CHUNK) {
         let n = PASSAGE_CHUNK.min(nd - first);
         docs.resize(n * dim, 0.0);
@@ -458,7 +458,7 @@ pub(crate) fn embed(
             "{} passage vectors by {}; {} document vectors from their titles and passages; of {} distinct texts, {reused} taken from the parent run",
             needed.len(),
             identity.model,
-            corpus.documents.len(),
+            corpus.num_documents(),
             reused + embedded,
         ),
     );

@@ -7,7 +7,10 @@ use serde::Serialize;
 
 use crate::error::Result;
 use crate::graph::builder::Mention;
-use crate::ingest::{Corpus, read_documents};
+use agrag_engine::format::RunWriter;
+use agrag_engine::format::staged::TextColumnBuilder;
+
+use crate::ingest::{CorpusColumns, CorpusColumnsBuilder, read_documents_into};
 use crate::link::Vocabulary;
 use crate::run::{RunConfig, Sources};
 use crate::stages::Phases;
@@ -44,12 +47,16 @@ pub(crate) struct IngestStats {
     pub(crate) graphrag_relationships_dropped: Option<usize>,
 }
 
+/// Scratch file of the passages' text (see [`CorpusColumns`]).
+const SCRATCH_PASSAGES: &str = "scratch-passages.txt";
+
 /// Ingest's output: the corpus with its documents sorted by key (passage rows follow that
 /// order), and an index's other inputs when one stands in for the documents.
 #[derive(Debug)]
 pub(crate) struct Ingested {
-    /// The documents, sorted by key.
-    pub(crate) corpus: Corpus,
+    /// The documents, sorted by key; a document file's passages are mapped from a scratch
+    /// file of the run's staging folder.
+    pub(crate) corpus: CorpusColumns,
     /// A GraphRAG index's vocabulary and graph.
     pub(crate) index: Option<IndexInputs>,
     /// Counts.
@@ -57,14 +64,21 @@ pub(crate) struct Ingested {
 }
 
 /// Reads the run's documents ([`RunConfig::documents`] in [`Sources::documents_format`]), or
-/// the GraphRAG index of [`Sources::graphrag`], and sorts the documents by key.
+/// the GraphRAG index of [`Sources::graphrag`], and sorts the documents by key. A document
+/// file's passages are written to a scratch file of `writer`'s staging folder as they are
+/// read, and mapped: the corpus's text is never on the heap.
 ///
 /// # Errors
-/// Those of [`read_documents`] (the file, line or row and field at fault), or of the GraphRAG
-/// reader.
-pub(crate) fn ingest(cfg: &RunConfig, sources: &Sources, phases: &mut Phases) -> Result<Ingested> {
+/// Those of [`crate::ingest::read_documents`] (the file, line or row and field at fault), of
+/// the GraphRAG reader, or of the scratch file.
+pub(crate) fn ingest(
+    cfg: &RunConfig,
+    sources: &Sources,
+    writer: &RunWriter,
+    phases: &mut Phases,
+) -> Result<Ingested> {
     let phase = phases.start("ingest", None);
-    let (mut corpus, index, dropped) = match &sources.graphrag {
+    let (corpus, index, dropped) = match &sources.graphrag {
         Some(dir) => {
             let index = read_index(dir)?;
             let dropped = index.dropped_relationships.len();
@@ -81,17 +95,26 @@ pub(crate) fn ingest(cfg: &RunConfig, sources: &Sources, phases: &mut Phases) ->
                     edges: index.edges,
                 },
             };
-            (index.corpus, Some(inputs), Some(dropped))
+            (
+                CorpusColumns::from_corpus(index.corpus)?,
+                Some(inputs),
+                Some(dropped),
+            )
         }
-        None => (
-            read_documents(&cfg.documents, sources.documents_format, &sources.columns)?,
-            None,
-            None,
-        ),
+        None => {
+            let mut columns =
+                CorpusColumnsBuilder::new(TextColumnBuilder::scratch(writer, SCRATCH_PASSAGES)?);
+            let source = read_documents_into(
+                &cfg.documents,
+                sources.documents_format,
+                &sources.columns,
+                &mut columns,
+            )?;
+            (columns.finish(source)?, None, None)
+        }
     };
-    corpus.documents.sort_by(|a, b| a.key.cmp(&b.key));
     let stats = IngestStats {
-        documents: corpus.documents.len(),
+        documents: corpus.num_documents(),
         passages: corpus.num_passages(),
         empty_passages_dropped: corpus.num_empty_passages_dropped,
         graphrag_relationships_dropped: dropped,
@@ -130,7 +153,7 @@ fn read_index(dir: &Path) -> Result<GraphRagIndexStub> {
 #[cfg(not(feature = "tables"))]
 #[derive(Debug)]
 struct GraphRagIndexStub {
-    corpus: Corpus,
+    corpus: crate::ingest::Corpus,
     vocabulary: Vocabulary,
     mentions: Vec<Mention>,
     edges: Vec<(u32, u32, f64)>,

@@ -16,7 +16,7 @@ use serde::Serialize;
 
 use crate::error::Result;
 use crate::graph::builder::Mention;
-use crate::ingest::Corpus;
+use crate::ingest::CorpusColumns;
 use crate::link::{
     BrokenCycle, DocumentConcepts, DocumentLinker, LinkConfig, TermIndex, Vocabulary,
     load_vocabulary,
@@ -99,7 +99,7 @@ impl Linked {
 /// # Errors
 /// Those of [`DocumentLinker::new`].
 pub(crate) fn link_corpus(
-    corpus: &Corpus,
+    corpus: &CorpusColumns,
     vocab: &Vocabulary,
     link: &LinkConfig,
     passages: &PassageTable<'_>,
@@ -107,36 +107,31 @@ pub(crate) fn link_corpus(
     bar: &ProgressBar,
 ) -> Result<(Linked, usize)> {
     let linker = DocumentLinker::new(vocab, link)?;
-    let mut first_passage = Vec::with_capacity(corpus.documents.len());
-    let mut next = 0usize;
-    for doc in &corpus.documents {
-        first_passage.push(next);
-        next += doc.passages.len();
-    }
+    let num_documents = corpus.num_documents();
     let mut out = Linked {
-        document_linked: vec![false; corpus.documents.len()],
+        document_linked: vec![false; num_documents],
         ..Linked::default()
     };
     // Documents are linked LINK_CHUNK at a time (in parallel within a chunk) and each chunk's
     // nested per-document results are flattened into the integer columns before the next: the
     // nested vectors of a whole corpus were most of the job's memory at 10⁶ documents.
-    for (chunk, docs) in corpus.documents.chunks(LINK_CHUNK).enumerate() {
-        let base = chunk * LINK_CHUNK;
+    // A chunk's passage text leaves the resident set once it is linked.
+    for base in (0..num_documents).step_by(LINK_CHUNK) {
+        let docs = base..(base + LINK_CHUNK).min(num_documents);
         let found: Vec<Option<(Vec<usize>, DocumentConcepts)>> = docs
-            .par_iter()
-            .zip(first_passage[base..base + docs.len()].par_iter())
-            .map(|(doc, &first)| {
-                let kept: Vec<usize> = (first..first + doc.passages.len())
-                    .filter(|&p| !passages.excluded[p])
-                    .collect();
-                bar.inc(doc.passages.len() as u64);
+            .into_par_iter()
+            .map(|d| {
+                let rows = corpus.passage_rows(d);
+                bar.inc(rows.len() as u64);
+                let kept: Vec<usize> = rows.filter(|&p| !passages.excluded[p]).collect();
                 if kept.is_empty() {
                     return None;
                 }
-                let texts: Vec<&str> = kept.iter().map(|&p| passages.refs[p].text).collect();
-                Some((kept, linker.link_document(&doc.title, &texts)))
+                let texts: Vec<&str> = kept.iter().map(|&p| passages.text(p)).collect();
+                Some((kept, linker.link_document(corpus.title(d), &texts)))
             })
             .collect();
+        corpus.release_passages();
         for (i, found) in found.into_iter().enumerate() {
             if let Some((kept, dc)) = found {
                 out.push_document((base + i) as u32, &kept, &dc, passages);
@@ -145,11 +140,11 @@ pub(crate) fn link_corpus(
     }
     // The input's own headings, resolved by preferred term or synonym (case-folded).
     let term_index = TermIndex::new(vocab);
-    for (d, doc) in corpus.documents.iter().enumerate() {
-        if excluded_documents.contains(&doc.key) {
+    for d in 0..num_documents {
+        if excluded_documents.contains(corpus.key(d)) {
             continue;
         }
-        for h in &doc.headings {
+        for h in corpus.headings(d) {
             match term_index.get(h) {
                 Some(c) => out.document_concepts.push((NODE_FIELD_MESH, d as u32, c)),
                 None => out.unresolved_headings += 1,
@@ -177,7 +172,7 @@ pub(crate) fn given_links(
         if passages.excluded[p] {
             continue;
         }
-        per_document.push((passages.refs[p].document, m.concept, m.passage));
+        per_document.push((passages.document(p as u32), m.concept, m.passage));
         if !passages.hidden[p] {
             out.mentions.push(*m);
             out.occurrences.push(1);
@@ -230,7 +225,7 @@ pub(crate) struct LinkOutput {
 pub(crate) fn link(
     config: &LinkConfig,
     vocabulary_dir: &Path,
-    corpus: &Corpus,
+    corpus: &CorpusColumns,
     index: Option<(Vocabulary, &[Mention])>,
     passages: &PassageTable<'_>,
     excluded_documents: &HashSet<String>,
@@ -251,7 +246,7 @@ pub(crate) fn link(
     }
     let (linked, patterns) = match given {
         Some(mentions) => {
-            let l = given_links(mentions, passages, corpus.documents.len());
+            let l = given_links(mentions, passages, corpus.num_documents());
             phase.bar.inc(passages.len() as u64);
             (l, None)
         }
@@ -279,13 +274,13 @@ pub(crate) fn link(
             "{} mentions, {} of {} documents linked, {p} patterns",
             stats.mentions,
             stats.linked_documents,
-            corpus.documents.len()
+            corpus.num_documents()
         ),
         None => format!(
             "{} mentions given, {} of {} documents linked",
             stats.mentions,
             stats.linked_documents,
-            corpus.documents.len()
+            corpus.num_documents()
         ),
     };
     phases.finish(phase, &message);

@@ -4,7 +4,7 @@
 use agrag_engine::format::{Layout, RunWriter};
 
 use crate::error::{PipelineError, Result};
-use crate::ingest::Corpus;
+use crate::ingest::CorpusColumns;
 use crate::leiden::Hierarchy;
 use crate::publish::RunTables;
 use crate::run::{RunConfig, RunSummary, Sources};
@@ -21,7 +21,7 @@ use crate::stages::visibility::RunFlags;
 #[derive(Debug)]
 pub(crate) struct PublishInputs<'a> {
     /// The corpus, documents sorted by key.
-    pub(crate) corpus: &'a Corpus,
+    pub(crate) corpus: &'a CorpusColumns,
     /// The visibility flags the run acted on.
     pub(crate) flags: &'a RunFlags,
     /// What ingest counted.
@@ -40,7 +40,11 @@ pub(crate) struct PublishInputs<'a> {
 
 /// The run's input fingerprint: BLAKE3 over the corpus's and the vocabulary's digests and the
 /// visibility flags the run acted on.
-fn input_fingerprint(corpus: &Corpus, vocabulary_fingerprint: &str, flags: &RunFlags) -> String {
+fn input_fingerprint(
+    corpus: &CorpusColumns,
+    vocabulary_fingerprint: &str,
+    flags: &RunFlags,
+) -> String {
     let mut fp = blake3::Hasher::new();
     fp.update(corpus.fingerprint.as_bytes());
     fp.update(vocabulary_fingerprint.as_bytes());

@@ -87,7 +87,7 @@ pub(crate) fn report(
                 &aliases,
                 &adjacency,
                 &graph.entity_passages,
-                &passages.refs,
+                &|p| passages.reference(p),
             );
             let r = cfg.report_writer.write(&ctx);
             phase.bar.inc(1);
@@ -98,6 +98,8 @@ pub(crate) fn report(
         .into_iter()
         .unzip();
     drop((names, aliases, adjacency));
+    // The quoted passages' text is read.
+    passages.corpus().release_passages();
     phases.finish(phase, &format!("{} reports", reports.len()));
 
     let assigned = if recipe.assigned {

@@ -7,11 +7,11 @@
 
 use std::collections::HashSet;
 
-use agrag_engine::format::Layout;
+use agrag_engine::format::{Layout, passage_id};
 use agrag_engine::visibility::{Target, Visibility, VisibilityStore};
 
 use crate::error::Result;
-use crate::ingest::Corpus;
+use crate::ingest::CorpusColumns;
 use crate::report::PassageRef;
 
 /// The flags of `visibility.sqlite` that a run acts on, by passage id and document key.
@@ -79,8 +79,9 @@ impl RunFlags {
 /// The run's passages in row order (documents by key, then position) with their flags.
 #[derive(Debug)]
 pub(crate) struct PassageTable<'a> {
-    /// Each passage as the link, report and embed stages read it.
-    pub(crate) refs: Vec<PassageRef<'a>>,
+    corpus: &'a CorpusColumns,
+    /// Document of each passage row.
+    document: Vec<u32>,
     /// Deleted or superseded (itself or its document): out of the run's graph and vectors.
     pub(crate) excluded: Vec<bool>,
     /// Hidden (itself or its document): out of the graph and the reports.
@@ -89,27 +90,24 @@ pub(crate) struct PassageTable<'a> {
 
 impl<'a> PassageTable<'a> {
     /// The passage rows of `corpus` (documents sorted by key) under `flags`.
-    pub(crate) fn new(corpus: &'a Corpus, flags: &RunFlags) -> Self {
+    pub(crate) fn new(corpus: &'a CorpusColumns, flags: &RunFlags) -> Self {
         let n = corpus.num_passages();
         let mut table = Self {
-            refs: Vec::with_capacity(n),
+            corpus,
+            document: Vec::with_capacity(n),
             excluded: Vec::with_capacity(n),
             hidden: Vec::with_capacity(n),
         };
-        for (d, doc) in corpus.documents.iter().enumerate() {
-            let doc_out = flags.excluded_documents.contains(&doc.key);
-            let doc_hidden = flags.hidden_documents.contains(&doc.key);
-            for (i, text) in doc.passages.iter().enumerate() {
-                table.refs.push(PassageRef {
-                    text,
-                    position: i as u32,
-                    document_title: &doc.title,
-                    document: d as u32,
-                    row: table.refs.len() as u32,
-                });
+        for d in 0..corpus.num_documents() {
+            let key = corpus.key(d);
+            let doc_out = flags.excluded_documents.contains(key);
+            let doc_hidden = flags.hidden_documents.contains(key);
+            for (i, _) in corpus.passage_rows(d).enumerate() {
+                table.document.push(d as u32);
                 // Passage ids are built only when some passage is flagged.
-                let flagged =
-                    |set: &HashSet<String>| !set.is_empty() && set.contains(&doc.passage_id(i));
+                let flagged = |set: &HashSet<String>| {
+                    !set.is_empty() && set.contains(&passage_id(key, i as u32))
+                };
                 table
                     .excluded
                     .push(doc_out || flagged(&flags.excluded_passages));
@@ -123,11 +121,39 @@ impl<'a> PassageTable<'a> {
 
     /// Number of passage rows.
     pub(crate) fn len(&self) -> usize {
-        self.refs.len()
+        self.document.len()
     }
 
     /// Passages left out of the run's graph and vectors (deleted or superseded).
     pub(crate) fn num_excluded(&self) -> usize {
         self.excluded.iter().filter(|x| **x).count()
+    }
+
+    /// The corpus the rows are of.
+    pub(crate) fn corpus(&self) -> &'a CorpusColumns {
+        self.corpus
+    }
+
+    /// Document of passage row `row`.
+    pub(crate) fn document(&self, row: u32) -> u32 {
+        self.document[row as usize]
+    }
+
+    /// Text of passage row `row` (reads its pages when the corpus is mapped).
+    pub(crate) fn text(&self, row: usize) -> &'a str {
+        self.corpus.passage(row)
+    }
+
+    /// Passage row `row` as a report sees it; its text is read only if the report asks.
+    pub(crate) fn reference(&self, row: u32) -> PassageRef<'a> {
+        let d = self.document[row as usize];
+        let first = self.corpus.first_passages()[d as usize];
+        PassageRef::in_corpus(
+            self.corpus,
+            row,
+            row - first,
+            self.corpus.title(d as usize),
+            d,
+        )
     }
 }
