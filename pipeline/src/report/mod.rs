@@ -518,14 +518,17 @@ pub fn community_context<'a>(
         })
         .collect();
     member_rows.sort_by(|a, b| b.2.total_cmp(&a.2).then(b.3.cmp(&a.3)).then(a.1.cmp(b.1)));
-    let ranked: Vec<(u32, u32)> = per_passage.into_iter().collect();
-    let mut ranked: Vec<(PassageRef<'a>, u32)> =
-        ranked.into_iter().map(|(p, n)| (passage(p), n)).collect();
-    ranked.sort_by(|a, b| {
-        b.1.cmp(&a.1)
-            .then(a.0.position.cmp(&b.0.position))
-            .then(a.0.row.cmp(&b.0.row))
-    });
+    // Sorted as 12-byte keys (unique by row, so an unstable sort gives the one order), then
+    // made references: a coarse community's supporting passages are most of the corpus.
+    let mut keys: Vec<(std::cmp::Reverse<u32>, u32, u32)> = per_passage
+        .into_iter()
+        .map(|(p, n)| (std::cmp::Reverse(n), passage(p).position, p))
+        .collect();
+    keys.sort_unstable();
+    let ranked: Vec<(PassageRef<'a>, u32)> = keys
+        .into_iter()
+        .map(|(std::cmp::Reverse(n), _, p)| (passage(p), n))
+        .collect();
     let num_documents = ranked
         .iter()
         .map(|(p, _)| p.document)
