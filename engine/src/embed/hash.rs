@@ -59,19 +59,6 @@ pub struct HashEmbedder {
     buckets: StrengthReducedU64,
 }
 
-/// Length in bytes of the longest stop word: a longer word is not looked up.
-const MAX_STOP_WORD_BYTES: usize = {
-    let mut max = 0;
-    let mut i = 0;
-    while i < STOP_WORDS.len() {
-        if STOP_WORDS[i].len() > max {
-            max = STOP_WORDS[i].len();
-        }
-        i += 1;
-    }
-    max
-};
-
 /// English function words that carry no topic, sorted (looked up by binary search).
 pub(super) const STOP_WORDS: &[&str] = &[
     "a", "about", "after", "all", "also", "an", "and", "any", "are", "as", "at", "be", "been",
@@ -169,10 +156,10 @@ impl HashEmbedder {
                     j += 1;
                 }
                 let run = &mut occurrences[i..j];
-                if run[1..].iter().all(|x| same_key(x.key(keys), f.key(keys))) {
+                if run[1..].iter().all(|x| x.key(keys) == f.key(keys)) {
                     terms.push((f, j - i));
                 } else {
-                    run.sort_unstable_by(|a, b| key_order(keys, *a, *b));
+                    run.sort_unstable_by(|a, b| a.key(keys).cmp(b.key(keys)));
                     let mut k = 0;
                     while k < run.len() {
                         let mut m = k + 1;
@@ -186,7 +173,7 @@ impl HashEmbedder {
                 i = j;
             }
             if terms.len() > 2 {
-                terms.sort_unstable_by(|a, b| key_order(keys, a.0, b.0));
+                terms.sort_unstable_by(|a, b| a.0.key(keys).cmp(b.0.key(keys)));
             }
             for &(f, tf) in terms.iter() {
                 let sign = if f.hash >> 63 == 1 { -1.0 } else { 1.0 };
@@ -195,13 +182,8 @@ impl HashEmbedder {
                     b'b' => BIGRAM_WEIGHT,
                     _ => CHAR_NGRAM_WEIGHT,
                 };
-                // `1 + ln 1` is exactly 1: most features occur once, and skip the logarithm.
                 #[allow(clippy::cast_precision_loss)] // tf is a count within one text
-                let weight = if tf == 1 {
-                    unit
-                } else {
-                    unit * (1.0 + (tf as f32).ln())
-                };
+                let weight = unit * (1.0 + (tf as f32).ln());
                 v[bucket] += sign * weight;
             }
         }
@@ -276,7 +258,7 @@ impl Scratch {
                 self.words.push_str(&raw.to_lowercase());
             }
             let word = &self.words[start..];
-            if word.len() <= MAX_STOP_WORD_BYTES && STOP_WORDS.binary_search(&word).is_ok() {
+            if STOP_WORDS.binary_search(&word).is_ok() {
                 self.words.truncate(start);
                 continue;
             }
@@ -327,37 +309,20 @@ impl Scratch {
                 .extend(self.marked.char_indices().map(|(at, _)| at).skip(1));
             self.char_ends.push(self.marked.len());
             // char_ends[k] is where character k + 1 ends; a window of n characters starting
-            // at character s spans [start of s, end of s + n - 1]. The n-grams starting at one
-            // character are prefixes of the longest: its key is written once, and FNV-1a, a
-            // running hash, gives each shorter key's hash on the way (the order in which
-            // occurrences are recorded does not change the vector).
+            // at character s spans [start of s, end of s + n - 1].
             let chars = self.char_ends.len();
-            let (shortest, longest) = (*CHAR_NGRAM_LENGTHS.start(), *CHAR_NGRAM_LENGTHS.end());
-            for s in 0..chars {
-                let n_max = longest.min(chars - s);
-                if n_max < shortest {
-                    break;
-                }
-                let from = if s == 0 { 0 } else { self.char_ends[s - 1] };
-                let start = self.keys.len();
-                self.keys.extend_from_slice(b"c:");
-                self.keys.extend_from_slice(
-                    &self.marked.as_bytes()[from..self.char_ends[s + n_max - 1]],
-                );
-                let mut hash = fnv1a64(b"c:");
-                let mut hashed = from;
-                for n in 1..=n_max {
-                    let to = self.char_ends[s + n - 1];
-                    hash = fnv1a64_extend(hash, &self.marked.as_bytes()[hashed..to]);
-                    hashed = to;
-                    if n >= shortest {
-                        push_hashed(
-                            &mut self.features,
-                            span(start, start + 2 + (to - from)),
-                            hash,
-                            dim,
-                        );
+            for n in CHAR_NGRAM_LENGTHS {
+                for s in 0..=chars.saturating_sub(n) {
+                    if s + n > chars {
+                        break;
                     }
+                    let from = if s == 0 { 0 } else { self.char_ends[s - 1] };
+                    let to = self.char_ends[s + n - 1];
+                    let start = self.keys.len();
+                    self.keys.extend_from_slice(b"c:");
+                    self.keys
+                        .extend_from_slice(&self.marked.as_bytes()[from..to]);
+                    push_feature(&self.keys, &mut self.features, start, dim);
                 }
             }
         }
@@ -367,42 +332,13 @@ impl Scratch {
 /// Records the key written to `keys[start..]` as one feature occurrence.
 fn push_feature(keys: &[u8], features: &mut Vec<Feature>, start: usize, dim: &StrengthReducedU64) {
     let hash = fnv1a64(&keys[start..]);
-    push_hashed(features, span(start, keys.len()), hash, dim);
-}
-
-/// Records the key at `key` (a range of the keys), whose FNV-1a hash is `hash`.
-fn push_hashed(features: &mut Vec<Feature>, key: Span, hash: u64, dim: &StrengthReducedU64) {
+    let s = span(start, keys.len());
     features.push(Feature {
-        start: key.start,
-        end: key.end,
+        start: s.start,
+        end: s.end,
         bucket: u32::try_from(hash % *dim).expect("a dimension that fits in 32 bits"),
         hash,
     });
-}
-
-/// Whether two feature keys are equal, compared inline (keys are a few bytes: a call to
-/// `memcmp` costs more than the comparison).
-#[inline]
-fn same_key(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x == y)
-}
-
-/// The first eight bytes of a key as a big-endian integer, zero-padded: integers order as the
-/// keys' prefixes do, since keys hold no zero byte (letters, digits, `:`, ` `, `^`, `$`).
-#[inline]
-fn key_prefix(key: &[u8]) -> u64 {
-    let mut b = [0u8; 8];
-    let n = key.len().min(8);
-    b[..n].copy_from_slice(&key[..n]);
-    u64::from_be_bytes(b)
-}
-
-/// The byte order of two features' keys: their prefixes decide, and the whole keys only when
-/// those are equal.
-#[inline]
-fn key_order(keys: &[u8], a: Feature, b: Feature) -> std::cmp::Ordering {
-    let (ka, kb) = (a.key(keys), b.key(keys));
-    key_prefix(ka).cmp(&key_prefix(kb)).then_with(|| ka.cmp(kb))
 }
 
 /// A [`Span`] of `start..end`; a text longer than 4 GiB of features is not one a passage has.
@@ -487,12 +423,7 @@ fn singular(w: String) -> String {
 
 /// FNV-1a, 64 bit: a fixed, published hash, so vectors never change across builds.
 pub(super) fn fnv1a64(bytes: &[u8]) -> u64 {
-    fnv1a64_extend(0xcbf2_9ce4_8422_2325, bytes)
-}
-
-/// FNV-1a continued over `bytes` from the hash `h` of what precedes them: the hash of a key
-/// is the hash of any prefix extended by the rest.
-fn fnv1a64_extend(mut h: u64, bytes: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     for &b in bytes {
         h ^= u64::from(b);
         h = h.wrapping_mul(0x0000_0100_0000_01b3);
