@@ -1,4 +1,5 @@
-//! Process measurements from `/proc` (Linux): CPU time and peak resident set size.
+//! Process measurements from `/proc` (Linux): CPU time, peak resident set size, a thread's
+//! scheduler and paging counters, and the machine's steal time.
 
 use std::fs;
 
@@ -66,6 +67,101 @@ pub fn kib_field(text: &str, key: &str) -> Option<u64> {
         .ok()
 }
 
+/// Scheduler and paging counters of the calling thread, read from `/proc/thread-self`
+/// (Linux, proc(5)): what a latency bench needs to tell a query that waited for a core, slept
+/// (on a lock, a futex, I/O) or faulted from a query whose core was taken by the hypervisor.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ThreadCounters {
+    /// Nanoseconds spent runnable without a core (`schedstat`, second field).
+    pub run_queue_wait_ns: u64,
+    /// Times the thread gave its core up itself: it slept on a lock, a futex or I/O
+    /// (`voluntary_ctxt_switches` of `status`).
+    pub voluntary_switches: u64,
+    /// Times the scheduler took its core away (`nonvoluntary_ctxt_switches`).
+    pub involuntary_switches: u64,
+    /// Page faults served without I/O (`minflt`, field 10 of `stat`).
+    pub minor_faults: u64,
+    /// Page faults that waited for I/O (`majflt`, field 12 of `stat`).
+    pub major_faults: u64,
+    /// The CPU the thread last ran on (`processor`, field 39 of `stat`).
+    pub cpu: u32,
+}
+
+impl ThreadCounters {
+    /// The calling thread's counters now, or `None` off Linux (three small `/proc` reads,
+    /// a few microseconds).
+    pub fn read() -> Option<Self> {
+        let run_queue_wait_ns = fs::read_to_string("/proc/thread-self/schedstat")
+            .ok()?
+            .split_whitespace()
+            .nth(1)?
+            .parse()
+            .ok()?;
+        let status = fs::read_to_string("/proc/thread-self/status").ok()?;
+        let count = |key: &str| -> Option<u64> {
+            let line = status.lines().find(|l| l.starts_with(key))?;
+            line[key.len()..].trim().parse().ok()
+        };
+        let stat = fs::read_to_string("/proc/thread-self/stat").ok()?;
+        // Fields after the command name (in parentheses, may contain spaces): field n of
+        // stat(5) is at index n - 3.
+        let fields: Vec<&str> = stat[stat.rfind(')')? + 2..].split_whitespace().collect();
+        let field = |n: usize| -> Option<u64> { fields.get(n - 3)?.parse().ok() };
+        Some(Self {
+            run_queue_wait_ns,
+            voluntary_switches: count("voluntary_ctxt_switches:")?,
+            involuntary_switches: count("nonvoluntary_ctxt_switches:")?,
+            minor_faults: field(10)?,
+            major_faults: field(12)?,
+            cpu: u32::try_from(field(39)?).ok()?,
+        })
+    }
+
+    /// The counts from `earlier` to `self` (`cpu` stays `self`'s).
+    #[must_use]
+    pub fn since(&self, earlier: &Self) -> Self {
+        Self {
+            run_queue_wait_ns: self
+                .run_queue_wait_ns
+                .saturating_sub(earlier.run_queue_wait_ns),
+            voluntary_switches: self
+                .voluntary_switches
+                .saturating_sub(earlier.voluntary_switches),
+            involuntary_switches: self
+                .involuntary_switches
+                .saturating_sub(earlier.involuntary_switches),
+            minor_faults: self.minor_faults.saturating_sub(earlier.minor_faults),
+            major_faults: self.major_faults.saturating_sub(earlier.major_faults),
+            cpu: self.cpu,
+        }
+    }
+}
+
+/// Steal time of each CPU of the machine so far, in nanoseconds (the eighth value of each
+/// `cpuN` line of `/proc/stat`, kept in `USER_HZ` ticks, so a step is 10 ms): time the
+/// hypervisor gave the virtual CPU's physical core to something else while the guest wanted to
+/// run. Index = CPU number; `None` off Linux or when the kernel does not account steal.
+pub fn steal_ns_per_cpu() -> Option<Vec<u64>> {
+    let stat = fs::read_to_string("/proc/stat").ok()?;
+    let mut steal = Vec::new();
+    for line in stat.lines() {
+        let Some(rest) = line.strip_prefix("cpu") else {
+            break;
+        };
+        if !rest.starts_with(|c: char| c.is_ascii_digit()) {
+            continue; // the machine-wide `cpu` line
+        }
+        let mut fields = rest.split_whitespace();
+        let cpu: usize = fields.next()?.parse().ok()?;
+        let ticks: u64 = fields.nth(7)?.parse().ok()?;
+        if steal.len() <= cpu {
+            steal.resize(cpu + 1, 0);
+        }
+        steal[cpu] = (ticks as f64 / USER_HZ * 1e9) as u64;
+    }
+    (!steal.is_empty()).then_some(steal)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -76,6 +172,15 @@ mod tests {
             assert!(cpu_seconds().is_some());
             let peak = peak_rss_bytes().unwrap();
             assert!(peak >= rss_bytes().unwrap() / 2 && peak > 0);
+            let before = ThreadCounters::read().unwrap();
+            // Touch fresh pages: minor faults of this thread.
+            let v = vec![1_u8; 64 << 20];
+            std::hint::black_box(&v);
+            let after = ThreadCounters::read().unwrap();
+            let d = after.since(&before);
+            assert!(d.minor_faults > 0, "{before:?} -> {after:?}");
+            let steal = steal_ns_per_cpu().unwrap();
+            assert!((after.cpu as usize) < steal.len(), "{steal:?} {after:?}");
         }
     }
 }
