@@ -75,6 +75,9 @@ DOCUMENTED = {
     # The vectors of every distinct title and passage, keyed by the BLAKE3 of the text, which the
     # next run on the root reuses (Arrow IPC only; runs written before it lack it).
     "text_embeddings": [("text_blake3", pa.binary(32), "BLOB"), ("embedding", None, None)],
+    # What linking found in every distinct document, keyed by the BLAKE3 of the linker's input,
+    # which the next run on the root reuses (Arrow IPC only; runs written before it lack it).
+    "document_links": [("document_blake3", pa.binary(32), "BLOB"), ("links", pa.binary(), "BLOB")],
 }
 
 
@@ -98,7 +101,8 @@ MAPPED = {
                             ("relation", BIN, "BLOB")],
 }
 
-ACCELERATORS = ("concept_postings", "report_ivf_centroids", "report_ivf_lists", "text_embeddings")
+ACCELERATORS = ("concept_postings", "report_ivf_centroids", "report_ivf_lists", "text_embeddings",
+                "document_links")
 # Tables added after the golden run of format 1 was written: every new run has them.
 ADDED_LATER = ("concept_evidence", "report_sources", "community_lineage")
 TABLES = [t for t in DOCUMENTED if t not in ACCELERATORS and t not in ADDED_LATER]

@@ -62,9 +62,10 @@ pub struct RunConfig {
     /// [`PipelineError::NothingToPublish`], since it would replace a good run with one that
     /// answers nothing (the usual cause is a vocabulary whose terms the documents never use).
     pub allow_empty: bool,
-    /// Detect from nothing and embed everything (`--full`) instead of warm-starting from the
-    /// communities of the run `LATEST` names ([`crate::lineage`]) and taking its vectors where
-    /// the text is unchanged. Community ids are carried over either way.
+    /// Link, detect and embed everything from nothing (`--full`) instead of taking the links of
+    /// documents the run `LATEST` names linked with the same input, warm-starting from its
+    /// communities ([`crate::lineage`]) and taking its vectors where the text is unchanged.
+    /// Community ids are carried over either way.
     pub full: bool,
 }
 
@@ -157,8 +158,9 @@ pub struct RunSummary {
     /// Rows of the `community_lineage` table per event (`same`, `grew`, `shrank`, `split`,
     /// `merged`, `new`, `dissolved`).
     pub lineage: BTreeMap<&'static str, usize>,
-    /// Per artifact, the items taken from the parent run: `linked_passages` (none yet: every
-    /// passage is linked again), `text_embeddings` (distinct report texts, titles and
+    /// Per artifact, the items taken from the parent run: `linked_passages` (passages of
+    /// documents whose title and passages the parent linked, with the same vocabulary and
+    /// linking parameters), `text_embeddings` (distinct report texts, titles and
     /// passages whose vector is the parent's: same text, same embedder), `document_embeddings`
     /// (documents whose title and visible passages all had the parent's vectors), `reports`
     /// (none yet) and `report_embeddings` (communities whose every report-text vector was the
@@ -231,17 +233,14 @@ impl RunSummary {
             warm_start: stages.warm_start,
             lineage: stages.lineage_counts.clone(),
             reused: BTreeMap::from([
-                ("linked_passages", 0),
+                ("linked_passages", link.reuse.reused_passages),
                 ("document_embeddings", stages.reused_document_vectors),
                 ("text_embeddings", stages.text_vectors.0),
                 ("reports", 0),
                 ("report_embeddings", stages.reused_report_vectors),
             ]),
             recomputed: BTreeMap::from([
-                (
-                    "linked_passages",
-                    ingest.passages.saturating_sub(num_excluded),
-                ),
+                ("linked_passages", link.reuse.linked_passages),
                 (
                     "document_embeddings",
                     ingest.documents - stages.reused_document_vectors,
@@ -318,6 +317,11 @@ fn run_in_pool(cfg: &RunConfig, sources: &Sources) -> Result<RunSummary> {
         Some(IndexInputs { vocabulary, graph }) => (Some(vocabulary), Some(graph)),
         None => (None, None),
     };
+    let parent_links = if cfg.full {
+        None
+    } else {
+        stages::link::parent_links(&layout)
+    };
     let mut linked = stages::link::link(
         &cfg.link,
         &cfg.vocabulary,
@@ -325,8 +329,11 @@ fn run_in_pool(cfg: &RunConfig, sources: &Sources) -> Result<RunSummary> {
         index_vocabulary.zip(given.as_ref().map(|g| g.mentions.as_slice())),
         &passages,
         &flags.excluded_documents,
+        parent_links.as_ref(),
+        &mut writer,
         &mut phases,
     )?;
+    drop(parent_links);
     let num_concepts = linked.vocabulary.len();
     let (graph, csr) = stages::graph::graph(
         std::mem::take(&mut linked.linked.mentions),

@@ -85,6 +85,7 @@ fn documented(table: &str, dim: usize) -> Vec<(&'static str, DataType)> {
         "report_embeddings" => vec![("community_id", UInt32), ("embedding", array(Float32))],
         "document_embeddings" => vec![("document_key", Str), ("embedding", array(Float32))],
         "text_embeddings" => vec![("text_blake3", Binary), ("embedding", array(Float32))],
+        "document_links" => vec![("document_blake3", Binary), ("links", Binary)],
         "concept_evidence" => vec![
             ("document_key", Str),
             ("concept_id", Str),

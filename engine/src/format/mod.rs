@@ -11,6 +11,7 @@
 //! Writing: [`writer::RunWriter::create`] → `write_parquet` / `write_ipc` → `finish` (manifest,
 //! fsync, rename of the staging folder) → [`layout::Layout::write_latest`] (atomic swap).
 
+pub mod document_links;
 pub mod layout;
 pub mod manifest;
 pub mod mapped;

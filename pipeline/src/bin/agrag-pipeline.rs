@@ -177,9 +177,9 @@ struct RunArgs {
     /// concept (refused by default: it would replace a good run with one that answers nothing)
     #[arg(long)]
     allow_empty: bool,
-    /// Start detection from nothing instead of from the published run's communities, and
-    /// embed every report again (community ids are still carried over where a community
-    /// continues one)
+    /// Recompute everything: link every document, start detection from nothing instead of
+    /// from the published run's communities, and embed every text again (community ids are
+    /// still carried over where a community continues one)
     #[arg(long)]
     full: bool,
     /// Print the summary as JSON

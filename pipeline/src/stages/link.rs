@@ -14,9 +14,15 @@ use indicatif::ProgressBar;
 use rayon::prelude::*;
 use serde::Serialize;
 
+use agrag_engine::format::document_links::{
+    DocumentHash, DocumentLinks, DocumentLinksWriter, StoredDocumentLinks, document_key,
+};
+use agrag_engine::format::{Layout, Manifest, RunWriter};
+
 use crate::error::Result;
 use crate::graph::builder::Mention;
 use crate::ingest::CorpusColumns;
+
 use crate::link::{
     BrokenCycle, DocumentConcepts, DocumentLinker, LinkConfig, TermIndex, Vocabulary,
     load_vocabulary,
@@ -49,15 +55,15 @@ pub(crate) struct Linked {
 
 impl Linked {
     /// Appends document `d`'s links: `kept` are its passage rows that were linked (in the
-    /// order `dc` lists them), `dc` what linking found in them.
+    /// order `links` lists them), `links` what linking found in them.
     fn push_document(
         &mut self,
         d: u32,
         kept: &[usize],
-        dc: &DocumentConcepts,
+        links: &DocumentLinks,
         passages: &PassageTable<'_>,
     ) {
-        for (&p, concepts) in kept.iter().zip(&dc.passage_mentions) {
+        for (&p, concepts) in kept.iter().zip(&links.passage_mentions) {
             if passages.hidden[p] {
                 continue;
             }
@@ -69,21 +75,21 @@ impl Linked {
                 self.occurrences.push(n);
             }
         }
-        for (x, ways) in dc.concepts.iter().zip(&dc.evidence) {
+        for (&concept, ways) in links.concepts.iter().zip(&links.ways) {
             self.document_concepts
-                .push((NODE_FIELD_CONCEPT, d, x.concept));
+                .push((NODE_FIELD_CONCEPT, d, concept));
             for (w, way) in ways.iter().enumerate() {
                 let w = w as u32;
                 if way.is_empty() {
-                    self.concept_evidence.push((d, x.concept, w, None));
+                    self.concept_evidence.push((d, concept, w, None));
                 }
                 for &k in way {
                     self.concept_evidence
-                        .push((d, x.concept, w, Some(kept[k as usize] as u32)));
+                        .push((d, concept, w, Some(kept[k as usize] as u32)));
                 }
             }
         }
-        self.document_linked[d as usize] = !dc.concepts.is_empty();
+        self.document_linked[d as usize] = !links.concepts.is_empty();
     }
 
     /// Documents with at least one linked concept.
@@ -92,33 +98,89 @@ impl Linked {
     }
 }
 
+/// Revision of the linker's rules, part of the [`link_fingerprint`]: raised whenever a change
+/// of the linking code can change what a document links to, so that a run never takes links
+/// its parent's linker found under other rules.
+pub(crate) const LINKER_REVISION: u32 = 1;
+
+/// The key under which a run's document links are stored and looked up
+/// ([`document_key`]): BLAKE3 of the linker's revision, the crate version, the vocabulary's
+/// fingerprint and the linking parameters. Two runs share it exactly when the same document
+/// links to the same concepts in both.
+pub(crate) fn link_fingerprint(vocab: &Vocabulary, link: &LinkConfig) -> [u8; 32] {
+    let mut h = blake3::Hasher::new();
+    h.update(b"agrag document links\0");
+    h.update(&LINKER_REVISION.to_le_bytes());
+    h.update(env!("CARGO_PKG_VERSION").as_bytes());
+    h.update(b"\0");
+    h.update(vocab.fingerprint.as_bytes());
+    h.update(b"\0");
+    // LinkConfig serialises to JSON without error: strings, numbers and booleans only.
+    h.update(&serde_json::to_vec(link).unwrap_or_default());
+    *h.finalize().as_bytes()
+}
+
+/// What a document's linking gives, in the form the next run reads back.
+fn stored_form(dc: DocumentConcepts) -> DocumentLinks {
+    DocumentLinks {
+        concepts: dc.concepts.iter().map(|c| c.concept).collect(),
+        passage_mentions: dc.passage_mentions,
+        ways: dc.evidence,
+    }
+}
+
+/// Passages and documents whose links came from the parent run, and those linked.
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub(crate) struct LinkReuse {
+    /// Passages (not excluded) of documents whose links were the parent's.
+    pub(crate) reused_passages: usize,
+    /// Passages (not excluded) of documents linked by this run.
+    pub(crate) linked_passages: usize,
+    /// Documents whose links were the parent's.
+    pub(crate) reused_documents: usize,
+    /// Documents linked by this run.
+    pub(crate) linked_documents: usize,
+}
+
 /// Links every document of `corpus` against `vocab` (whole documents in parallel: title and
-/// the passages that are not excluded) and resolves the documents' own headings. Returns the
-/// links and the linker's number of patterns.
+/// the passages that are not excluded) and resolves the documents' own headings. A document
+/// whose linker input (title, passages linked, [`link_fingerprint`]) is in `parent` takes the
+/// links stored there instead, which are what linking it gives; every distinct document's
+/// links go to `document_links.arrow` of the run `writer` writes. Returns the links, the
+/// linker's number of patterns and what was taken from `parent`.
 ///
 /// # Errors
-/// Those of [`DocumentLinker::new`].
+/// Those of [`DocumentLinker::new`] and of writing `document_links.arrow`.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn link_corpus(
     corpus: &CorpusColumns,
     vocab: &Vocabulary,
     link: &LinkConfig,
     passages: &PassageTable<'_>,
     excluded_documents: &HashSet<String>,
+    parent: Option<&StoredDocumentLinks>,
+    writer: &mut RunWriter,
     bar: &ProgressBar,
-) -> Result<(Linked, usize)> {
+) -> Result<(Linked, usize, LinkReuse)> {
     let linker = DocumentLinker::new(vocab, link)?;
+    let fingerprint = link_fingerprint(vocab, link);
+    let num_concepts = vocab.len();
     let num_documents = corpus.num_documents();
     let mut out = Linked {
         document_linked: vec![false; num_documents],
         ..Linked::default()
     };
+    let mut reuse = LinkReuse::default();
+    let mut stored = DocumentLinksWriter::create(writer)?;
+    // Two documents with the same title and passages have one row.
+    let mut written: HashSet<DocumentHash> = HashSet::new();
     // Documents are linked LINK_CHUNK at a time (in parallel within a chunk) and each chunk's
     // nested per-document results are flattened into the integer columns before the next: the
     // nested vectors of a whole corpus were most of the job's memory at 10⁶ documents.
     // A chunk's passage text leaves the resident set once it is linked.
     for base in (0..num_documents).step_by(LINK_CHUNK) {
         let docs = base..(base + LINK_CHUNK).min(num_documents);
-        let found: Vec<Option<(Vec<usize>, DocumentConcepts)>> = docs
+        let found: Vec<Option<(Vec<usize>, DocumentHash, DocumentLinks, bool)>> = docs
             .into_par_iter()
             .map(|d| {
                 let rows = corpus.passage_rows(d);
@@ -128,16 +190,41 @@ pub(crate) fn link_corpus(
                     return None;
                 }
                 let texts: Vec<&str> = kept.iter().map(|&p| passages.text(p)).collect();
-                Some((kept, linker.link_document(corpus.title(d), &texts)))
+                let title = corpus.title(d);
+                let key = document_key(&fingerprint, title, &texts);
+                let from_parent = match parent.and_then(|p| p.get(&key, num_concepts)) {
+                    Some(Ok(links)) if links.passage_mentions.len() == kept.len() => Some(links),
+                    Some(Ok(_)) => None,
+                    Some(Err(e)) => {
+                        tracing::warn!("{e}; the document {:?} is linked again", corpus.key(d));
+                        None
+                    }
+                    None => None,
+                };
+                let reused = from_parent.is_some();
+                let links =
+                    from_parent.unwrap_or_else(|| stored_form(linker.link_document(title, &texts)));
+                Some((kept, key, links, reused))
             })
             .collect();
         corpus.release_passages();
         for (i, found) in found.into_iter().enumerate() {
-            if let Some((kept, dc)) = found {
-                out.push_document((base + i) as u32, &kept, &dc, passages);
+            if let Some((kept, key, links, reused)) = found {
+                if reused {
+                    reuse.reused_passages += kept.len();
+                    reuse.reused_documents += 1;
+                } else {
+                    reuse.linked_passages += kept.len();
+                    reuse.linked_documents += 1;
+                }
+                if written.insert(key) {
+                    stored.push(&key, &links)?;
+                }
+                out.push_document((base + i) as u32, &kept, &links, passages);
             }
         }
     }
+    stored.finish(writer)?;
     // The input's own headings, resolved by preferred term or synonym (case-folded).
     let term_index = TermIndex::new(vocab);
     for d in 0..num_documents {
@@ -151,7 +238,7 @@ pub(crate) fn link_corpus(
             }
         }
     }
-    Ok((out, linker.num_patterns()))
+    Ok((out, linker.num_patterns(), reuse))
 }
 
 /// Links from mentions an index gives (`(passage row, concept)`): the passages that are
@@ -204,6 +291,8 @@ pub(crate) struct LinkStats {
     pub(crate) unresolved_headings: usize,
     /// Cycles of the vocabulary's broader edges, each broken by dropping one edge.
     pub(crate) vocabulary_cycles_broken: Vec<BrokenCycle>,
+    /// What was taken from the parent run's links and what was linked.
+    pub(crate) reuse: LinkReuse,
 }
 
 /// The link stage's output: the vocabulary the run used and what linking found.
@@ -218,10 +307,13 @@ pub(crate) struct LinkOutput {
 }
 
 /// Stage 2: loads the vocabulary of `vocabulary_dir` (unless an index brings its own, with
-/// its mentions) and links the corpus, or takes the index's mentions.
+/// its mentions) and links the corpus, taking the links of documents `parent` linked with the
+/// same input, or takes the index's mentions. Writes `document_links.arrow` into `writer`'s
+/// run (empty when an index gave the mentions).
 ///
 /// # Errors
-/// Those of [`load_vocabulary`] and [`DocumentLinker::new`].
+/// Those of [`load_vocabulary`], [`DocumentLinker::new`] and of writing the file.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn link(
     config: &LinkConfig,
     vocabulary_dir: &Path,
@@ -229,6 +321,8 @@ pub(crate) fn link(
     index: Option<(Vocabulary, &[Mention])>,
     passages: &PassageTable<'_>,
     excluded_documents: &HashSet<String>,
+    parent: Option<&StoredDocumentLinks>,
+    writer: &mut RunWriter,
     phases: &mut Phases,
 ) -> Result<LinkOutput> {
     let phase = phases.start("link", Some(passages.len() as u64));
@@ -244,22 +338,25 @@ pub(crate) fn link(
             c.dropped_edge.1
         );
     }
-    let (linked, patterns) = match given {
+    let (linked, patterns, reuse) = match given {
         Some(mentions) => {
             let l = given_links(mentions, passages, corpus.num_documents());
             phase.bar.inc(passages.len() as u64);
-            (l, None)
+            DocumentLinksWriter::create(writer)?.finish(writer)?;
+            (l, None, LinkReuse::default())
         }
         None => {
-            let (l, patterns) = link_corpus(
+            let (l, patterns, reuse) = link_corpus(
                 corpus,
                 &vocabulary,
                 config,
                 passages,
                 excluded_documents,
+                parent,
+                writer,
                 &phase.bar,
             )?;
-            (l, Some(patterns))
+            (l, Some(patterns), reuse)
         }
     };
     let stats = LinkStats {
@@ -268,13 +365,16 @@ pub(crate) fn link(
         patterns,
         unresolved_headings: linked.unresolved_headings,
         vocabulary_cycles_broken: vocabulary.broken_cycles.clone(),
+        reuse,
     };
     let message = match patterns {
         Some(p) => format!(
-            "{} mentions, {} of {} documents linked, {p} patterns",
+            "{} mentions, {} of {} documents linked, {p} patterns; {} documents' links taken from the parent run, {} linked",
             stats.mentions,
             stats.linked_documents,
-            corpus.num_documents()
+            corpus.num_documents(),
+            reuse.reused_documents,
+            reuse.linked_documents
         ),
         None => format!(
             "{} mentions given, {} of {} documents linked",
@@ -289,4 +389,22 @@ pub(crate) fn link(
         linked,
         stats,
     })
+}
+
+/// The document links of the run `LATEST` names on `layout`'s root, for a run that continues
+/// it; `None` (and everything is linked) when there is none, when it predates the file, or when
+/// it cannot be read (warned: a damaged parent only costs the time of linking again).
+pub(crate) fn parent_links(layout: &Layout) -> Option<StoredDocumentLinks> {
+    let id = layout.read_latest().ok().flatten()?;
+    let dir = layout.run_dir(&id);
+    let read = Manifest::read(&dir).and_then(|m| StoredDocumentLinks::read(&dir, &m.files));
+    match read {
+        Ok(links) => links,
+        Err(e) => {
+            tracing::warn!(
+                "the document links of the published run {id} cannot be reused ({e}); every document is linked again"
+            );
+            None
+        }
+    }
 }

@@ -93,6 +93,7 @@ fn run_publishes_a_valid_snapshot_and_answers() {
         "document_embeddings.parquet",
         "document_embeddings.arrow",
         "text_embeddings.arrow",
+        "document_links.arrow",
         "text_index/meta.json",
     ]
     .iter()

@@ -9,8 +9,9 @@ use std::path::{Path, PathBuf};
 use agrag_engine::embed::{Embedder, HashEmbedder};
 use agrag_engine::format::reader::read_parquet;
 use agrag_engine::format::tables::{
-    communities, community_lineage, document_embeddings, documents, entities, membership, mentions,
-    passages, relationships, report_embeddings, report_sources, reports,
+    communities, community_lineage, concept_evidence, document_concepts, document_embeddings,
+    documents, entities, membership, mentions, passages, relationships, report_embeddings,
+    report_sources, reports,
 };
 use agrag_engine::format::text_embeddings::{self, TextEmbeddings, text_hash};
 use agrag_engine::format::{Layout, Manifest};
@@ -53,6 +54,32 @@ fn run_on(
 fn table(root: &Path, run_id: &str, file: &str, schema: &arrow_schema::Schema) -> RecordBatch {
     let dir = Layout::new(root).run_dir(run_id);
     read_parquet(&dir.join(file), schema, Some(run_id)).unwrap()
+}
+
+/// `b` without its `run_id` column and schema metadata: what two runs of the same input share.
+fn strip(b: RecordBatch) -> RecordBatch {
+    let keep: Vec<usize> = (0..b.num_columns())
+        .filter(|&i| b.schema().field(i).name() != "run_id")
+        .collect();
+    let b = b.project(&keep).unwrap();
+    let schema = b
+        .schema()
+        .as_ref()
+        .clone()
+        .with_metadata(std::collections::HashMap::new());
+    RecordBatch::try_new(std::sync::Arc::new(schema), b.columns().to_vec()).unwrap()
+}
+
+/// The tables linking makes, without run ids, of run `run_id`.
+fn link_tables(root: &Path, run_id: &str) -> Vec<RecordBatch> {
+    [
+        (mentions::FILE, mentions::schema()),
+        (document_concepts::FILE, document_concepts::schema()),
+        (concept_evidence::FILE, concept_evidence::schema()),
+    ]
+    .into_iter()
+    .map(|(file, schema)| strip(table(root, run_id, file, &schema)))
+    .collect()
 }
 
 fn u32s(b: &RecordBatch, name: &str) -> Vec<u32> {
@@ -182,6 +209,12 @@ fn identical_input_shuffled_on_other_threads_keeps_every_community_and_table() {
     assert_eq!(second.recomputed["text_embeddings"], 0);
     assert_eq!(second.reused["document_embeddings"], 60);
     assert_eq!(second.recomputed["document_embeddings"], 0);
+    // Every document's links are the parent's (the table comparison below shows them equal).
+    let linked = first.recomputed["linked_passages"];
+    assert_eq!(linked, first.passages);
+    assert_eq!(first.reused["linked_passages"], 0);
+    assert_eq!(second.reused["linked_passages"], linked);
+    assert_eq!(second.recomputed["linked_passages"], 0);
     let manifest_stats = Manifest::read(&Layout::new(root.path()).run_dir(&second.run_id))
         .unwrap()
         .stats;
@@ -196,22 +229,12 @@ fn identical_input_shuffled_on_other_threads_keeps_every_community_and_table() {
     assert_eq!(manifest.next_community_id, Some(total as u32));
 
     // Every table holds the same rows (run ids aside).
-    let strip = |b: RecordBatch| {
-        let keep: Vec<usize> = (0..b.num_columns())
-            .filter(|&i| b.schema().field(i).name() != "run_id")
-            .collect();
-        let b = b.project(&keep).unwrap();
-        let schema = b
-            .schema()
-            .as_ref()
-            .clone()
-            .with_metadata(std::collections::HashMap::new());
-        RecordBatch::try_new(std::sync::Arc::new(schema), b.columns().to_vec()).unwrap()
-    };
     for (file, schema) in [
         (passages::FILE, passages::schema()),
         (entities::FILE, entities::schema()),
         (mentions::FILE, mentions::schema()),
+        (document_concepts::FILE, document_concepts::schema()),
+        (concept_evidence::FILE, concept_evidence::schema()),
         (relationships::FILE, relationships::schema()),
         (communities::FILE, communities::schema()),
         (membership::FILE, membership::schema()),
@@ -411,6 +434,18 @@ fn an_added_document_keeps_the_ids_and_reports_of_untouched_communities() {
     });
     assert_eq!(third.reused["text_embeddings"], 0);
     assert_eq!(third.reused["document_embeddings"], 0);
+    assert_eq!(third.reused["linked_passages"], 0);
+    assert_eq!(third.recomputed["linked_passages"], third.passages);
+    // The 59 documents' links came from the parent, the new one was linked; the tables linking
+    // makes are those of linking every document afresh, row for row.
+    let new_passages = second.passages - first.passages;
+    assert!(new_passages >= 1);
+    assert_eq!(second.reused["linked_passages"], first.passages);
+    assert_eq!(second.recomputed["linked_passages"], new_passages);
+    assert_eq!(
+        link_tables(root.path(), &second.run_id),
+        link_tables(root.path(), &third.run_id)
+    );
     let schema = document_embeddings::schema(384);
     let warm = table(
         root.path(),
@@ -425,6 +460,49 @@ fn an_added_document_keeps_the_ids_and_reports_of_untouched_communities() {
         &schema,
     );
     assert_eq!(warm.columns(), full.columns());
+}
+
+#[test]
+fn links_are_taken_only_for_the_same_text_vocabulary_and_rules() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let lines = fixture_lines();
+    let first = run_on(root.path(), dir.path(), "a.jsonl", &lines, |_| {});
+    // One passage of one document edited: that document alone is linked again.
+    let mut edited = lines.clone();
+    let mut doc: serde_json::Value = serde_json::from_str(&edited[5]).unwrap();
+    let passages_of = doc["passages"].as_array().unwrap().len();
+    let text = doc["passages"][0].as_str().unwrap().to_owned();
+    doc["passages"][0] = serde_json::Value::from(format!("{text} Aspirin was not given."));
+    edited[5] = doc.to_string();
+    let second = run_on(root.path(), dir.path(), "b.jsonl", &edited, |_| {});
+    assert_eq!(second.recomputed["linked_passages"], passages_of);
+    assert_eq!(
+        second.reused["linked_passages"],
+        first.passages - passages_of
+    );
+    // Other linking parameters (plural variants off) or another vocabulary: nothing is taken,
+    // and what the run finds is what a run from nothing finds.
+    let third = run_on(root.path(), dir.path(), "c.jsonl", &edited, |c| {
+        c.link.plural_variants = false;
+    });
+    assert_eq!(third.reused["linked_passages"], 0);
+    assert_eq!(third.recomputed["linked_passages"], third.passages);
+    let fresh_root = tempfile::tempdir().unwrap();
+    let fresh = run_on(fresh_root.path(), dir.path(), "d.jsonl", &edited, |c| {
+        c.link.plural_variants = false;
+    });
+    assert_eq!(
+        link_tables(root.path(), &third.run_id),
+        link_tables(fresh_root.path(), &fresh.run_id)
+    );
+    let vocabulary = tempfile::tempdir().unwrap();
+    crate::crash::write_small_vocabulary(vocabulary.path());
+    let fourth = run_on(root.path(), dir.path(), "e.jsonl", &edited, |c| {
+        c.vocabulary = vocabulary.path().to_owned();
+        c.allow_empty = true;
+    });
+    assert_eq!(fourth.reused["linked_passages"], 0);
 }
 
 #[test]

@@ -128,6 +128,10 @@ fn documented(file: &str, dim: usize) -> Vec<(&'static str, DataType)> {
             ("text_blake3", DataType::FixedSizeBinary(32)),
             ("embedding", fixed_list(Float32, dim)),
         ],
+        "document_links" => vec![
+            ("document_blake3", DataType::FixedSizeBinary(32)),
+            ("links", DataType::Binary),
+        ],
         "concept_evidence" => vec![
             ("document_key", s()),
             ("concept_id", s()),
@@ -326,7 +330,8 @@ fn check_parquet_metadata(path: &Path, run_id: &str, format_version: u32) {
 /// postings were precomputed also hold `concept_postings.arrow`, and runs written since
 /// visibility reached concept evidence and report sources hold those two tables, and runs
 /// written since community ids survive across runs hold `community_lineage.parquet`, and
-/// runs written since title and passage vectors are reused hold `text_embeddings.arrow`, and
+/// runs written since title and passage vectors are reused hold `text_embeddings.arrow` (and
+/// since links are, `document_links.arrow`), and
 /// runs of format 2 the column files the engine maps, [`MAPPED`] (the golden run predates them all).
 fn assert_all_tables(checked: &[String], with_postings: bool) {
     let mut names: Vec<&str> = checked.iter().map(String::as_str).collect();
@@ -355,6 +360,7 @@ fn assert_all_tables(checked: &[String], with_postings: bool) {
             "concept_evidence.parquet",
             "report_sources.parquet",
             "text_embeddings.arrow",
+            "document_links.arrow",
         ]);
         want.extend(MAPPED);
         want.sort_unstable();
