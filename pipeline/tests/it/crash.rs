@@ -200,7 +200,7 @@ fn sigkill_at_random_points_of_publishing_never_serves_a_partial_run() {
 
     // The leftovers (staging folders, temporary LATEST files) do not break the next run, and
     // the runs killed above were continuing runs: this one, on the same input, takes every
-    // title, passage and report vector from the run LATEST names.
+    // document's links and every title, passage and report vector from the run LATEST names.
     let out = setup
         .command()
         .arg("--json")
@@ -213,6 +213,8 @@ fn sigkill_at_random_points_of_publishing_never_serves_a_partial_run() {
     assert_eq!(summary["recomputed"]["text_embeddings"], 0, "{summary}");
     assert_eq!(summary["recomputed"]["report_embeddings"], 0, "{summary}");
     assert!(summary["reused"]["text_embeddings"].as_u64() > Some(60));
+    assert_eq!(summary["recomputed"]["linked_passages"], 0, "{summary}");
+    assert_eq!(summary["reused"]["linked_passages"], summary["passages"], "{summary}");
     let last = check_root(&setup.root, None, "run after the kills");
     assert_ne!(last, latest, "the clean run after the kills is published");
     // gc clears staging leftovers of runs older than the one served.
