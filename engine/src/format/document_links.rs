@@ -111,7 +111,7 @@ impl DocumentLinks {
     /// `num_concepts`, every passage position below the number of passages, and that no word
     /// is missing or left over. `Err` holds what is wrong.
     pub fn decode(bytes: &[u8], num_concepts: usize) -> std::result::Result<Self, String> {
-        if bytes.len() % 4 != 0 {
+        if !bytes.len().is_multiple_of(4) {
             return Err(format!("{} bytes, not whole u32 words", bytes.len()));
         }
         let mut words = bytes

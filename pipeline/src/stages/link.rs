@@ -129,6 +129,17 @@ fn stored_form(dc: DocumentConcepts) -> DocumentLinks {
     }
 }
 
+/// One document's links as [`link_corpus`] found or took them.
+struct LinkedDocument {
+    /// Its passage rows that were linked, in document order.
+    kept: Vec<usize>,
+    /// The key of its links.
+    key: DocumentHash,
+    links: DocumentLinks,
+    /// Whether `links` are the parent run's.
+    reused: bool,
+}
+
 /// Passages and documents whose links came from the parent run, and those linked.
 #[derive(Debug, Clone, Copy, Default, Serialize)]
 pub(crate) struct LinkReuse {
@@ -180,7 +191,7 @@ pub(crate) fn link_corpus(
     // A chunk's passage text leaves the resident set once it is linked.
     for base in (0..num_documents).step_by(LINK_CHUNK) {
         let docs = base..(base + LINK_CHUNK).min(num_documents);
-        let found: Vec<Option<(Vec<usize>, DocumentHash, DocumentLinks, bool)>> = docs
+        let found: Vec<Option<LinkedDocument>> = docs
             .into_par_iter()
             .map(|d| {
                 let rows = corpus.passage_rows(d);
@@ -204,12 +215,23 @@ pub(crate) fn link_corpus(
                 let reused = from_parent.is_some();
                 let links =
                     from_parent.unwrap_or_else(|| stored_form(linker.link_document(title, &texts)));
-                Some((kept, key, links, reused))
+                Some(LinkedDocument {
+                    kept,
+                    key,
+                    links,
+                    reused,
+                })
             })
             .collect();
         corpus.release_passages();
         for (i, found) in found.into_iter().enumerate() {
-            if let Some((kept, key, links, reused)) = found {
+            if let Some(LinkedDocument {
+                kept,
+                key,
+                links,
+                reused,
+            }) = found
+            {
                 if reused {
                     reuse.reused_passages += kept.len();
                     reuse.reused_documents += 1;

@@ -214,7 +214,10 @@ fn sigkill_at_random_points_of_publishing_never_serves_a_partial_run() {
     assert_eq!(summary["recomputed"]["report_embeddings"], 0, "{summary}");
     assert!(summary["reused"]["text_embeddings"].as_u64() > Some(60));
     assert_eq!(summary["recomputed"]["linked_passages"], 0, "{summary}");
-    assert_eq!(summary["reused"]["linked_passages"], summary["passages"], "{summary}");
+    assert_eq!(
+        summary["reused"]["linked_passages"], summary["passages"],
+        "{summary}"
+    );
     let last = check_root(&setup.root, None, "run after the kills");
     assert_ne!(last, latest, "the clean run after the kills is published");
     // gc clears staging leftovers of runs older than the one served.
