@@ -7,6 +7,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use agrag_engine::embed::{Embedder, HashEmbedder};
+use agrag_engine::format::document_links;
 use agrag_engine::format::reader::read_parquet;
 use agrag_engine::format::tables::{
     communities, community_lineage, concept_evidence, document_concepts, document_embeddings,
@@ -573,7 +574,11 @@ fn a_damaged_parent_is_not_trusted_and_its_ids_are_not_reused() {
     let layout = Layout::new(root.path());
     let first = run_on(root.path(), dir.path(), "a.jsonl", &lines, |_| {});
     // Same size, other bytes: only the checksum tells.
-    for file in [report_embeddings::IPC_FILE, text_embeddings::FILE] {
+    for file in [
+        report_embeddings::IPC_FILE,
+        text_embeddings::FILE,
+        document_links::FILE,
+    ] {
         let arrow = layout.run_dir(&first.run_id).join(file);
         let mut bytes = std::fs::read(&arrow).unwrap();
         let at = bytes.len() / 2;
@@ -592,6 +597,13 @@ fn a_damaged_parent_is_not_trusted_and_its_ids_are_not_reused() {
     assert_eq!(
         second.recomputed["text_embeddings"],
         first.recomputed["text_embeddings"]
+    );
+    // Damaged links are not taken: every document is linked again, to the same tables.
+    assert_eq!(second.reused["linked_passages"], 0);
+    assert_eq!(second.recomputed["linked_passages"], second.passages);
+    assert_eq!(
+        link_tables(root.path(), &first.run_id),
+        link_tables(root.path(), &second.run_id)
     );
     let total = second.communities_per_level.iter().sum::<usize>();
     assert_eq!(second.lineage["same"], total);
