@@ -317,11 +317,6 @@ fn run_in_pool(cfg: &RunConfig, sources: &Sources) -> Result<RunSummary> {
         Some(IndexInputs { vocabulary, graph }) => (Some(vocabulary), Some(graph)),
         None => (None, None),
     };
-    let parent_links = if cfg.full {
-        None
-    } else {
-        stages::link::parent_links(&layout)
-    };
     let mut linked = stages::link::link(
         &cfg.link,
         &cfg.vocabulary,
@@ -329,11 +324,10 @@ fn run_in_pool(cfg: &RunConfig, sources: &Sources) -> Result<RunSummary> {
         index_vocabulary.zip(given.as_ref().map(|g| g.mentions.as_slice())),
         &passages,
         &flags.excluded_documents,
-        parent_links.as_ref(),
+        (!cfg.full).then_some(&layout),
         &mut writer,
         &mut phases,
     )?;
-    drop(parent_links);
     let num_concepts = linked.vocabulary.len();
     let (graph, csr) = stages::graph::graph(
         std::mem::take(&mut linked.linked.mentions),

@@ -10,11 +10,14 @@
 //! | `document_blake3` | fixed-size binary (32) | [`document_key`]: keyed BLAKE3 of the link fingerprint, the title and the passages linked |
 //! | `links` | binary | [`DocumentLinks`], little-endian `u32` words (layout on [`DocumentLinks::encode`]) |
 //!
-//! Rows are distinct by `document_blake3`, in document order of the run that wrote them, in
-//! record batches of [`BATCH_ROWS`]. The file is uncompressed Arrow IPC, mapped (not read) by the
-//! next run. The *link fingerprint* (the key of the keyed hash) is the pipeline's: it covers the
-//! vocabulary, the linking parameters and the linker's revision, so a run with another
-//! vocabulary or other rules finds no key of its parent's and links everything.
+//! Concepts in `links` are row numbers of the run's vocabulary (as the pipeline loads it), not
+//! concept ids: they mean something only under the same link fingerprint. Rows are distinct by
+//! `document_blake3`, in the run's document order (sorted by document key), in record batches of
+//! [`BATCH_ROWS`]. The file is uncompressed Arrow IPC, mapped (not read) by the next run. The
+//! *link fingerprint* (the key of the keyed hash, also in the schema metadata as
+//! [`META_LINK_FINGERPRINT`]) is the pipeline's: it covers the vocabulary, the linking
+//! parameters and the linker's revision, so a run with another vocabulary or other rules takes
+//! nothing from its parent's file (and says why).
 //!
 //! Cost: 32 bytes of key and about 8 bytes per mention and 12 per concept of the document, about
 //! 0.2 KB per document of the generated bench corpus.
@@ -33,7 +36,7 @@ use super::reader::check_schema;
 use super::writer::{IpcStream, RunWriter};
 use super::{Verify, verify_file};
 use crate::error::{EngineError, Result};
-use crate::store::mmap::{decode_ipc_file, map_file};
+use crate::store::mmap::{decode_ipc_file_with_schema, map_file};
 
 /// File name inside the run folder.
 pub const FILE: &str = "document_links.arrow";
@@ -43,6 +46,8 @@ pub const DOCUMENT_HASH: &str = "document_blake3";
 pub const LINKS: &str = "links";
 /// Rows per record batch of the file.
 pub const BATCH_ROWS: usize = 32 * 1024;
+/// Key of the link fingerprint (64 hex digits) in the file's schema metadata.
+pub const META_LINK_FINGERPRINT: &str = "link_fingerprint";
 
 /// The key of a document's links.
 pub type DocumentHash = [u8; 32];
@@ -194,12 +199,19 @@ pub struct DocumentLinksWriter {
 }
 
 impl DocumentLinksWriter {
-    /// Starts the file in the run `w` writes.
+    /// Starts the file in the run `w` writes, for links found under `link_fingerprint`.
     ///
     /// # Errors
     /// Those of [`RunWriter::start_ipc`].
-    pub fn create(w: &mut RunWriter) -> Result<Self> {
-        let schema = schema();
+    pub fn create(w: &mut RunWriter, link_fingerprint: &[u8; 32]) -> Result<Self> {
+        let base = schema();
+        let meta = HashMap::from([(
+            META_LINK_FINGERPRINT.to_owned(),
+            blake3::Hash::from_bytes(*link_fingerprint)
+                .to_hex()
+                .to_string(),
+        )]);
+        let schema = Arc::new(base.as_ref().clone().with_metadata(meta));
         let stream = w.start_ipc(FILE, &schema)?;
         Ok(Self {
             stream,
@@ -262,6 +274,18 @@ impl DocumentLinksWriter {
     }
 }
 
+/// What a parent run's `document_links.arrow` offers a run that continues it.
+#[derive(Debug, Clone)]
+pub enum ParentLinks {
+    /// The run has no such file (written before it existed).
+    Absent,
+    /// The file's links were found under another link fingerprint (another vocabulary, other
+    /// linking parameters or another linker): none of them applies.
+    OtherFingerprint,
+    /// The links, by document key.
+    Links(StoredDocumentLinks),
+}
+
 /// A run's `document_links.arrow`, mapped, with an index from document key to row.
 #[derive(Debug, Clone)]
 pub struct StoredDocumentLinks {
@@ -273,21 +297,35 @@ pub struct StoredDocumentLinks {
 
 impl StoredDocumentLinks {
     /// Maps the file of the run in `dir` (whose manifest lists `files`), checked against its
-    /// manifest entry (size and BLAKE3) first. `Ok(None)` when the run has no such file (runs
-    /// written before it existed).
+    /// manifest entry (size and BLAKE3) first, for a run linking under `link_fingerprint`:
+    /// [`ParentLinks::Absent`] when the run has no such file, [`ParentLinks::OtherFingerprint`]
+    /// (without building an index) when its schema metadata names another fingerprint.
     ///
     /// # Errors
     /// [`EngineError::Corrupt`] naming the file when it is missing, of another size or
-    /// checksum, of another schema, holds nulls, lists a key twice (with its row) or has other
-    /// rows than the manifest says; [`EngineError::Io`] when it cannot be read.
-    pub fn read(dir: &Path, files: &[FileEntry]) -> Result<Option<Self>> {
+    /// checksum, of another schema, without a fingerprint, holds nulls, lists a key twice (with
+    /// its row) or has other rows than the manifest says; [`EngineError::Io`] when it cannot be
+    /// read.
+    pub fn read(
+        dir: &Path,
+        files: &[FileEntry],
+        link_fingerprint: &[u8; 32],
+    ) -> Result<ParentLinks> {
         let Some(entry) = files.iter().find(|f| f.name == FILE) else {
-            return Ok(None);
+            return Ok(ParentLinks::Absent);
         };
         verify_file(dir, entry, Verify::Checksums)?;
         let path = dir.join(FILE);
         let buffer = map_file(&path)?;
-        let batches = decode_ipc_file(&path, &buffer)?;
+        let (file_schema, batches) = decode_ipc_file_with_schema(&path, &buffer)?;
+        let found = file_schema
+            .metadata()
+            .get(META_LINK_FINGERPRINT)
+            .ok_or_else(|| EngineError::corrupt(&path, format!("no {META_LINK_FINGERPRINT}")))?;
+        let ours = blake3::Hash::from_bytes(*link_fingerprint).to_hex();
+        if found.as_str() != ours.as_str() {
+            return Ok(ParentLinks::OtherFingerprint);
+        }
         let expected = schema();
         let mut index = HashMap::with_capacity(usize::try_from(entry.rows).unwrap_or(0));
         let mut row = 0usize;
@@ -326,7 +364,7 @@ impl StoredDocumentLinks {
                 format!("{row} rows, the manifest says {}", entry.rows),
             ));
         }
-        Ok(Some(Self {
+        Ok(ParentLinks::Links(Self {
             batches,
             index,
             path,
@@ -435,8 +473,8 @@ mod tests {
         let layout = Layout::new(dir.path());
         let run_id = new_run_id();
         let mut w = RunWriter::create(&layout, &run_id).unwrap();
-        let mut t = DocumentLinksWriter::create(&mut w).unwrap();
         let fp = [1u8; 32];
+        let mut t = DocumentLinksWriter::create(&mut w, &fp).unwrap();
         let n = BATCH_ROWS + 5;
         for i in 0..n {
             let key = document_key(&fp, &format!("document {i}"), &[]);
@@ -458,7 +496,10 @@ mod tests {
             )
             .unwrap();
         let run = layout.run_dir(&run_id);
-        let read = StoredDocumentLinks::read(&run, &m.files).unwrap().unwrap();
+        let ParentLinks::Links(read) = StoredDocumentLinks::read(&run, &m.files, &fp).unwrap()
+        else {
+            panic!("the links of the same fingerprint")
+        };
         assert_eq!(read.len(), n);
         for i in [0, 1, BATCH_ROWS - 1, BATCH_ROWS, n - 1] {
             let key = document_key(&fp, &format!("document {i}"), &[]);
@@ -475,14 +516,22 @@ mod tests {
             e.contains(FILE) && e.contains(&format!("row {}", n - 1)),
             "{e}"
         );
-        assert!(StoredDocumentLinks::read(&run, &[]).unwrap().is_none());
+        assert!(matches!(
+            StoredDocumentLinks::read(&run, &[], &fp).unwrap(),
+            ParentLinks::Absent
+        ));
+        // Links of another vocabulary or other rules: said so, without an index.
+        assert!(matches!(
+            StoredDocumentLinks::read(&run, &m.files, &[2u8; 32]).unwrap(),
+            ParentLinks::OtherFingerprint
+        ));
         // A flipped byte is caught by the manifest's checksum, naming the file.
         let path = run.join(FILE);
         let mut bytes = std::fs::read(&path).unwrap();
         let mid = bytes.len() / 2;
         bytes[mid] ^= 1;
         std::fs::write(&path, bytes).unwrap();
-        let e = StoredDocumentLinks::read(&run, &m.files).unwrap_err();
+        let e = StoredDocumentLinks::read(&run, &m.files, &fp).unwrap_err();
         assert!(e.to_string().contains(FILE), "{e}");
     }
 }

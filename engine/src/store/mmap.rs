@@ -12,6 +12,7 @@ use arrow_buffer::Buffer;
 use arrow_ipc::convert::try_fb_to_schema;
 use arrow_ipc::reader::{FileDecoder, read_footer_length};
 use arrow_ipc::root_as_footer;
+use arrow_schema::SchemaRef;
 
 use crate::error::{EngineError, Result};
 
@@ -98,6 +99,18 @@ pub fn release(map: &memmap2::Mmap, bytes: &[u8]) {
 /// # Errors
 /// [`EngineError::Corrupt`] naming `path` when the bytes are not a complete IPC file.
 pub fn decode_ipc_file(path: &Path, buffer: &Buffer) -> Result<Vec<RecordBatch>> {
+    decode_ipc_file_with_schema(path, buffer).map(|(_, batches)| batches)
+}
+
+/// [`decode_ipc_file`], also returning the file's schema as its footer gives it (with its
+/// metadata), which a file without record batches has too.
+///
+/// # Errors
+/// As [`decode_ipc_file`].
+pub fn decode_ipc_file_with_schema(
+    path: &Path,
+    buffer: &Buffer,
+) -> Result<(SchemaRef, Vec<RecordBatch>)> {
     let corrupt = |reason: String| EngineError::corrupt(path, reason);
     let undecodable =
         |what: &str, e: arrow_schema::ArrowError| EngineError::corrupt_because(path, what, e);
@@ -120,8 +133,8 @@ pub fn decode_ipc_file(path: &Path, buffer: &Buffer) -> Result<Vec<RecordBatch>>
     let schema = footer
         .schema()
         .ok_or_else(|| corrupt("IPC footer has no schema".into()))?;
-    let schema = try_fb_to_schema(schema).map_err(|e| undecodable("IPC schema", e))?;
-    let mut decoder = FileDecoder::new(Arc::new(schema), footer.version());
+    let schema = Arc::new(try_fb_to_schema(schema).map_err(|e| undecodable("IPC schema", e))?);
+    let mut decoder = FileDecoder::new(schema.clone(), footer.version());
     for block in footer.dictionaries().iter().flatten() {
         let len = block.bodyLength() as usize + block.metaDataLength() as usize;
         let start =
@@ -148,5 +161,5 @@ pub fn decode_ipc_file(path: &Path, buffer: &Buffer) -> Result<Vec<RecordBatch>>
             batches.push(batch);
         }
     }
-    Ok(batches)
+    Ok((schema, batches))
 }

@@ -53,7 +53,8 @@ impl Parent {
                 Ok(mut run) => {
                     if let Err(e) = run.read_text_embeddings() {
                         tracing::warn!(
-                            "the text vectors of the published run {id} cannot be reused ({e}); its texts are embedded again"
+                            "the text vectors of the published run {id} cannot be reused ({}); its texts are embedded again",
+                            e.with_causes()
                         );
                     }
                     // Its text vectors cover every report text; a run written before them (or
@@ -62,21 +63,26 @@ impl Parent {
                         && let Err(e) = run.read_vectors()
                     {
                         tracing::warn!(
-                            "the vectors of the published run {id} cannot be reused ({e}); every report is embedded"
+                            "the vectors of the published run {id} cannot be reused ({}); every report is embedded",
+                            e.with_causes()
                         );
                     }
                     Some(run)
                 }
                 Err(e) => {
                     tracing::warn!(
-                        "the published run {id} cannot be read back ({e}); detection starts cold and every community gets an id no run on this root has used"
+                        "the published run {id} cannot be read back ({}); detection starts cold and every community gets an id no run on this root has used",
+                        e.with_causes()
                     );
                     None
                 }
             },
             Ok(None) => None,
             Err(e) => {
-                tracing::warn!("LATEST cannot be read ({e}); detection starts cold");
+                tracing::warn!(
+                    "LATEST cannot be read ({}); detection starts cold",
+                    e.with_causes()
+                );
                 None
             }
         };

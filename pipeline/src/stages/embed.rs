@@ -317,7 +317,7 @@ pub(crate) fn embed(
     phases.finish(
         phase,
         &format!(
-            "{embedded_now} report vectors by {}; {reused_report_vectors} communities' taken from the parent run",
+            "{embedded_now} report vectors embedded by {}; the vectors of {reused_report_vectors} communities taken from the parent run",
             identity.model
         ),
     );
@@ -344,7 +344,7 @@ pub(crate) fn embed(
     phases.finish(
         phase,
         &format!(
-            "{} title vectors by {}; {} taken from the parent run",
+            "{} title vectors, by {}; {} of them taken from the parent run",
             corpus.num_documents(),
             identity.model,
             text_vectors.reused - reused_before_titles

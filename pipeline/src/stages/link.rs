@@ -15,7 +15,8 @@ use rayon::prelude::*;
 use serde::Serialize;
 
 use agrag_engine::format::document_links::{
-    DocumentHash, DocumentLinks, DocumentLinksWriter, StoredDocumentLinks, document_key,
+    DocumentHash, DocumentLinks, DocumentLinksWriter, ParentLinks, StoredDocumentLinks,
+    document_key,
 };
 use agrag_engine::format::{Layout, Manifest, RunWriter};
 
@@ -169,12 +170,12 @@ pub(crate) fn link_corpus(
     link: &LinkConfig,
     passages: &PassageTable<'_>,
     excluded_documents: &HashSet<String>,
+    fingerprint: &[u8; 32],
     parent: Option<&StoredDocumentLinks>,
     writer: &mut RunWriter,
     bar: &ProgressBar,
 ) -> Result<(Linked, usize, LinkReuse)> {
     let linker = DocumentLinker::new(vocab, link)?;
-    let fingerprint = link_fingerprint(vocab, link);
     let num_concepts = vocab.len();
     let num_documents = corpus.num_documents();
     let mut out = Linked {
@@ -182,7 +183,7 @@ pub(crate) fn link_corpus(
         ..Linked::default()
     };
     let mut reuse = LinkReuse::default();
-    let mut stored = DocumentLinksWriter::create(writer)?;
+    let mut stored = DocumentLinksWriter::create(writer, fingerprint)?;
     // Two documents with the same title and passages have one row.
     let mut written: HashSet<DocumentHash> = HashSet::new();
     // Documents are linked LINK_CHUNK at a time (in parallel within a chunk) and each chunk's
@@ -202,12 +203,16 @@ pub(crate) fn link_corpus(
                 }
                 let texts: Vec<&str> = kept.iter().map(|&p| passages.text(p)).collect();
                 let title = corpus.title(d);
-                let key = document_key(&fingerprint, title, &texts);
+                let key = document_key(fingerprint, title, &texts);
                 let from_parent = match parent.and_then(|p| p.get(&key, num_concepts)) {
                     Some(Ok(links)) if links.passage_mentions.len() == kept.len() => Some(links),
                     Some(Ok(_)) => None,
                     Some(Err(e)) => {
-                        tracing::warn!("{e}; the document {:?} is linked again", corpus.key(d));
+                        tracing::warn!(
+                            "{}; the document {:?} is linked again",
+                            e.with_causes(),
+                            corpus.key(d)
+                        );
                         None
                     }
                     None => None,
@@ -329,8 +334,9 @@ pub(crate) struct LinkOutput {
 }
 
 /// Stage 2: loads the vocabulary of `vocabulary_dir` (unless an index brings its own, with
-/// its mentions) and links the corpus, taking the links of documents `parent` linked with the
-/// same input, or takes the index's mentions. Writes `document_links.arrow` into `writer`'s
+/// its mentions) and links the corpus, taking the links of documents that the run `LATEST`
+/// names on `parent_root` linked with the same input ([`parent_links`]; `None` links
+/// everything), or takes the index's mentions. Writes `document_links.arrow` into `writer`'s
 /// run (empty when an index gave the mentions).
 ///
 /// # Errors
@@ -343,7 +349,7 @@ pub(crate) fn link(
     index: Option<(Vocabulary, &[Mention])>,
     passages: &PassageTable<'_>,
     excluded_documents: &HashSet<String>,
-    parent: Option<&StoredDocumentLinks>,
+    parent_root: Option<&Layout>,
     writer: &mut RunWriter,
     phases: &mut Phases,
 ) -> Result<LinkOutput> {
@@ -364,17 +370,21 @@ pub(crate) fn link(
         Some(mentions) => {
             let l = given_links(mentions, passages, corpus.num_documents());
             phase.bar.inc(passages.len() as u64);
-            DocumentLinksWriter::create(writer)?.finish(writer)?;
+            let fingerprint = link_fingerprint(&vocabulary, config);
+            DocumentLinksWriter::create(writer, &fingerprint)?.finish(writer)?;
             (l, None, LinkReuse::default())
         }
         None => {
+            let fingerprint = link_fingerprint(&vocabulary, config);
+            let parent = parent_root.and_then(|root| parent_links(root, &fingerprint));
             let (l, patterns, reuse) = link_corpus(
                 corpus,
                 &vocabulary,
                 config,
                 passages,
                 excluded_documents,
-                parent,
+                &fingerprint,
+                parent.as_ref(),
                 writer,
                 &phase.bar,
             )?;
@@ -414,17 +424,28 @@ pub(crate) fn link(
 }
 
 /// The document links of the run `LATEST` names on `layout`'s root, for a run that continues
-/// it; `None` (and everything is linked) when there is none, when it predates the file, or when
-/// it cannot be read (warned: a damaged parent only costs the time of linking again).
-pub(crate) fn parent_links(layout: &Layout) -> Option<StoredDocumentLinks> {
+/// it and links under `fingerprint`; `None` (and everything is linked) when there is none, when
+/// it predates the file, when its links were found under another fingerprint (said, as the
+/// reason why nothing is taken), or when it cannot be read (warned: a damaged parent only costs
+/// the time of linking again).
+pub(crate) fn parent_links(layout: &Layout, fingerprint: &[u8; 32]) -> Option<StoredDocumentLinks> {
     let id = layout.read_latest().ok().flatten()?;
     let dir = layout.run_dir(&id);
-    let read = Manifest::read(&dir).and_then(|m| StoredDocumentLinks::read(&dir, &m.files));
+    let read =
+        Manifest::read(&dir).and_then(|m| StoredDocumentLinks::read(&dir, &m.files, fingerprint));
     match read {
-        Ok(links) => links,
+        Ok(ParentLinks::Links(links)) => Some(links),
+        Ok(ParentLinks::Absent) => None,
+        Ok(ParentLinks::OtherFingerprint) => {
+            tracing::info!(
+                "the published run {id} linked with another vocabulary, other linking parameters or another linker version; every document is linked again"
+            );
+            None
+        }
         Err(e) => {
             tracing::warn!(
-                "the document links of the published run {id} cannot be reused ({e}); every document is linked again"
+                "the document links of the published run {id} cannot be reused ({}); every document is linked again",
+                e.with_causes()
             );
             None
         }
