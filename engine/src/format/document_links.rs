@@ -27,12 +27,12 @@ use std::path::Path;
 use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
-use arrow_array::{Array, BinaryArray, FixedSizeBinaryArray, RecordBatch};
+use arrow_array::{BinaryArray, FixedSizeBinaryArray, RecordBatch};
 use arrow_buffer::{Buffer, OffsetBuffer};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 
 use super::manifest::FileEntry;
-use super::reader::check_schema;
+use super::reader::index_by_key;
 use super::writer::{IpcStream, RunWriter};
 use super::{Verify, verify_file};
 use crate::error::{EngineError, Result};
@@ -326,44 +326,14 @@ impl StoredDocumentLinks {
         if found.as_str() != ours.as_str() {
             return Ok(ParentLinks::OtherFingerprint);
         }
-        let expected = schema();
-        let mut index = HashMap::with_capacity(usize::try_from(entry.rows).unwrap_or(0));
-        let mut row = 0usize;
-        for (b, batch) in batches.iter().enumerate() {
-            check_schema(&path, &batch.schema(), &expected)?;
-            if batch.columns().iter().any(|c| c.null_count() > 0) {
-                return Err(EngineError::corrupt(&path, "null values"));
-            }
-            let hashes = batch
-                .column_by_name(DOCUMENT_HASH)
-                .and_then(|c| c.as_fixed_size_binary_opt())
-                .ok_or_else(|| EngineError::corrupt(&path, format!("no column {DOCUMENT_HASH}")))?;
-            for (i, h) in hashes.iter().enumerate() {
-                let h: DocumentHash = h
-                    .and_then(|h| h.try_into().ok())
-                    .ok_or_else(|| EngineError::corrupt(&path, "a document key of another size"))?;
-                if index.insert(h, (b as u32, i as u32)).is_some() {
-                    return Err(EngineError::corrupt(
-                        &path,
-                        format!("row {}: document key listed twice", row + i),
-                    ));
-                }
-            }
-            if batch
-                .column_by_name(LINKS)
-                .and_then(|c| c.as_binary_opt::<i32>())
-                .is_none()
-            {
-                return Err(EngineError::corrupt(&path, format!("no column {LINKS}")));
-            }
-            row += batch.num_rows();
-        }
-        if row as u64 != entry.rows {
-            return Err(EngineError::corrupt(
-                &path,
-                format!("{row} rows, the manifest says {}", entry.rows),
-            ));
-        }
+        let index = index_by_key(
+            &path,
+            &batches,
+            &schema(),
+            DOCUMENT_HASH,
+            "document key",
+            entry.rows,
+        )?;
         Ok(ParentLinks::Links(Self {
             batches,
             index,
@@ -379,7 +349,11 @@ impl StoredDocumentLinks {
     pub fn get(&self, hash: &DocumentHash, num_concepts: usize) -> Option<Result<DocumentLinks>> {
         let &(b, r) = self.index.get(hash)?;
         let batch = self.batches.get(b as usize)?;
-        let links = batch.column(1).as_binary::<i32>().value(r as usize);
+        // By name, not position: check_schema matches columns by name.
+        let links = batch
+            .column_by_name(LINKS)?
+            .as_binary_opt::<i32>()?
+            .value(r as usize);
         Some(DocumentLinks::decode(links, num_concepts).map_err(|why| {
             let row: usize = self.batches[..b as usize]
                 .iter()

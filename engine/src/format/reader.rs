@@ -190,3 +190,54 @@ pub fn check_dense_ids(batch: &RecordBatch, name: &str, path: &Path) -> Result<(
     }
     Ok(())
 }
+
+/// The rows of a content-addressed IPC file (`batches` of the file at `path`, each checked
+/// against `expected`, without nulls) by the 32-byte key of column `key` (a BLAKE3): `(batch,
+/// row within it)` of each key. `what` names a key in messages ("text hash").
+///
+/// # Errors
+/// [`EngineError::Corrupt`] naming `path` for a batch of another schema, a null, a key of
+/// another size, a key listed twice (with its row), or another number of rows than
+/// `expected_rows` (the manifest's).
+pub(crate) fn index_by_key(
+    path: &Path,
+    batches: &[RecordBatch],
+    expected: &Schema,
+    key: &str,
+    what: &str,
+    expected_rows: u64,
+) -> Result<std::collections::HashMap<[u8; 32], (u32, u32)>> {
+    use arrow_array::cast::AsArray;
+    let mut index =
+        std::collections::HashMap::with_capacity(usize::try_from(expected_rows).unwrap_or(0));
+    let mut row = 0usize;
+    for (b, batch) in batches.iter().enumerate() {
+        check_schema(path, &batch.schema(), expected)?;
+        if batch.columns().iter().any(|c| c.null_count() > 0) {
+            return Err(EngineError::corrupt(path, "null values"));
+        }
+        let keys = batch
+            .column_by_name(key)
+            .and_then(|c| c.as_fixed_size_binary_opt())
+            .ok_or_else(|| EngineError::corrupt(path, format!("no column {key}")))?;
+        for (i, k) in keys.iter().enumerate() {
+            let k: [u8; 32] = k
+                .and_then(|k| k.try_into().ok())
+                .ok_or_else(|| EngineError::corrupt(path, format!("a {what} of another size")))?;
+            if index.insert(k, (b as u32, i as u32)).is_some() {
+                return Err(EngineError::corrupt(
+                    path,
+                    format!("row {}: {what} listed twice", row + i),
+                ));
+            }
+        }
+        row += batch.num_rows();
+    }
+    if row as u64 != expected_rows {
+        return Err(EngineError::corrupt(
+            path,
+            format!("{row} rows, the manifest says {expected_rows}"),
+        ));
+    }
+    Ok(index)
+}

@@ -30,7 +30,7 @@ use arrow_array::{Array, FixedSizeBinaryArray, FixedSizeListArray, Float32Array,
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 
 use super::manifest::FileEntry;
-use super::reader::check_schema;
+use super::reader::index_by_key;
 use super::writer::{IpcStream, RunWriter};
 use super::{Verify, verify_file};
 use crate::error::{EngineError, Result};
@@ -182,37 +182,14 @@ impl TextEmbeddings {
         let path = dir.join(FILE);
         let buffer = map_file(&path)?;
         let batches = decode_ipc_file(&path, &buffer)?;
-        let expected = schema(dim);
-        let mut index = HashMap::with_capacity(usize::try_from(entry.rows).unwrap_or(0));
-        let mut row = 0usize;
-        for (b, batch) in batches.iter().enumerate() {
-            check_schema(&path, &batch.schema(), &expected)?;
-            if batch.columns().iter().any(|c| c.null_count() > 0) {
-                return Err(EngineError::corrupt(&path, "null values"));
-            }
-            let hashes = batch
-                .column_by_name(TEXT_HASH)
-                .and_then(|c| c.as_fixed_size_binary_opt())
-                .ok_or_else(|| EngineError::corrupt(&path, format!("no column {TEXT_HASH}")))?;
-            for (i, h) in hashes.iter().enumerate() {
-                let h: TextHash = h
-                    .and_then(|h| h.try_into().ok())
-                    .ok_or_else(|| EngineError::corrupt(&path, "a text hash of another size"))?;
-                if index.insert(h, (b as u32, i as u32)).is_some() {
-                    return Err(EngineError::corrupt(
-                        &path,
-                        format!("row {}: text hash listed twice", row + i),
-                    ));
-                }
-            }
-            row += batch.num_rows();
-        }
-        if row as u64 != entry.rows {
-            return Err(EngineError::corrupt(
-                &path,
-                format!("{row} rows, the manifest says {}", entry.rows),
-            ));
-        }
+        let index = index_by_key(
+            &path,
+            &batches,
+            &schema(dim),
+            TEXT_HASH,
+            "text hash",
+            entry.rows,
+        )?;
         Ok(Some(Self {
             batches,
             index,
@@ -223,7 +200,12 @@ impl TextEmbeddings {
     /// The vector of the text whose hash is `hash`, if the run embedded that text.
     pub fn get(&self, hash: &TextHash) -> Option<&[f32]> {
         let &(b, r) = self.index.get(hash)?;
-        let list = self.batches.get(b as usize)?.column(1).as_fixed_size_list();
+        // By name, not position: check_schema matches columns by name.
+        let list = self
+            .batches
+            .get(b as usize)?
+            .column_by_name(EMBEDDING)?
+            .as_fixed_size_list_opt()?;
         let values = list.values().as_primitive::<Float32Type>().values();
         let start = (list.offset() + r as usize) * self.dim;
         values.get(start..start + self.dim)
