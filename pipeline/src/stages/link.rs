@@ -23,7 +23,6 @@ use agrag_engine::format::{Layout, Manifest, RunWriter};
 use crate::error::Result;
 use crate::graph::builder::Mention;
 use crate::ingest::CorpusColumns;
-
 use crate::link::{
     BrokenCycle, DocumentConcepts, DocumentLinker, LinkConfig, TermIndex, Vocabulary,
     load_vocabulary,
@@ -366,16 +365,15 @@ pub(crate) fn link(
             c.dropped_edge.1
         );
     }
+    let fingerprint = link_fingerprint(&vocabulary, config);
     let (linked, patterns, reuse) = match given {
         Some(mentions) => {
             let l = given_links(mentions, passages, corpus.num_documents());
             phase.bar.inc(passages.len() as u64);
-            let fingerprint = link_fingerprint(&vocabulary, config);
             DocumentLinksWriter::create(writer, &fingerprint)?.finish(writer)?;
             (l, None, LinkReuse::default())
         }
         None => {
-            let fingerprint = link_fingerprint(&vocabulary, config);
             let parent = parent_root.and_then(|root| parent_links(root, &fingerprint));
             let (l, patterns, reuse) = link_corpus(
                 corpus,
