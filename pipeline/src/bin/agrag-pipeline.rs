@@ -173,6 +173,11 @@ struct RunArgs {
     vocabulary: Option<PathBuf>,
     #[command(flatten)]
     detection: DetectionArgs,
+    /// A run that continues a published run: the margin, per unit of weighted degree, by which
+    /// a move must beat staying before an entity leaves its previous community (>= 0; 0 is
+    /// plain DF Leiden; higher keeps more community ids at a small cost in modularity)
+    #[arg(long, allow_negative_numbers = true, default_value_t = LeidenConfig::default().stickiness)]
+    stickiness: f64,
     /// Publish the run even if it has no entity, no community or no document linked to a
     /// concept (refused by default: it would replace a good run with one that answers nothing)
     #[arg(long)]
@@ -264,7 +269,10 @@ fn print_summary(s: &RunSummary) {
 }
 
 fn run_cmd(a: RunArgs) -> Result<(), (u8, anyhow::Error)> {
-    let leiden = a.detection.leiden();
+    let leiden = LeidenConfig {
+        stickiness: a.stickiness,
+        ..a.detection.leiden()
+    };
     // EMBEDDING_*: MiniLM when its folder is there (or as told), else the built-in embedder
     // with a one-line notice.
     let settings = EmbedderSettings::from_env()

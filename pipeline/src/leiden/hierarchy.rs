@@ -265,14 +265,19 @@ pub const NO_COMMUNITY: u32 = u32::MAX;
 /// Labels of `nodes` for a warm start: each node's previous label, and a label of its own for
 /// a node without one (`NO_COMMUNITY`); dense from 0.
 fn starting_labels(previous: impl Iterator<Item = u32>) -> Vec<u32> {
-    let mut ids: std::collections::HashMap<u32, u32> = std::collections::HashMap::new();
+    starting_labels_by_key(previous.map(|l| (l != NO_COMMUNITY).then_some(u64::from(l))))
+}
+
+/// [`starting_labels`] over keys: nodes with the same key share a label, a node without one
+/// (`None`) gets a label of its own; dense from 0, in order of first appearance.
+fn starting_labels_by_key(previous: impl Iterator<Item = Option<u64>>) -> Vec<u32> {
+    let mut ids: std::collections::HashMap<u64, u32> = std::collections::HashMap::new();
     let mut next = 0u32;
     previous
         .map(|l| {
-            let label = if l == NO_COMMUNITY {
-                next
-            } else {
-                *ids.entry(l).or_insert(next)
+            let label = match l {
+                None => next,
+                Some(l) => *ids.entry(l).or_insert(next),
             };
             if label == next {
                 next += 1;
@@ -311,8 +316,20 @@ fn split_warm_start(
         .iter()
         .max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(a.0)))
         .map(|(&l, _)| l);
-    let membership = starting_labels(members.iter().map(|&v| below[v as usize]));
     let from_main = |u: u32| main.is_some_and(|m| here[u as usize] == m);
+    // A member of `P` without a community one level down: `P` was a leaf (small enough, or
+    // a split found nothing to split). Those members start together, as `P` was, so that an
+    // unchanged leaf stays whole instead of being split afresh by another seed.
+    let membership = starting_labels_by_key(members.iter().map(|&v| {
+        let b = below[v as usize];
+        if b != NO_COMMUNITY {
+            Some(u64::from(b))
+        } else if from_main(v) {
+            Some(1 << 32)
+        } else {
+            None
+        }
+    }));
     let frontier = members
         .iter()
         .map(|&v| {
@@ -627,6 +644,33 @@ mod tests {
             changed_edges: Vec::new(),
         };
         assert!(hierarchical_leiden_warm(&g, &config, Some(&short)).is_err());
+    }
+
+    #[test]
+    fn a_previous_leaf_starts_its_split_whole() {
+        // Nodes 0–11 were one leaf of level 0 (nothing below); node 12 came from another
+        // community and node 13 is new.
+        let edges: Vec<(u32, u32, f64)> = (0..14u32)
+            .flat_map(|u| (u + 1..14).map(move |v| (u, v, 1.0)))
+            .collect();
+        let g = Graph::from_edges(14, &edges).unwrap();
+        let mut top = vec![7u32; 14];
+        top[12] = 8;
+        top[13] = NO_COMMUNITY;
+        let warm = HierarchyWarmStart {
+            levels: vec![top, vec![NO_COMMUNITY; 14]],
+            new: (0..14).map(|v| v == 13).collect(),
+            changed_edges: Vec::new(),
+        };
+        let members: Vec<u32> = (0..14).collect();
+        let start = split_warm_start(&warm, &g, 0, &members, |_| true).unwrap();
+        assert!(
+            start.membership[..12]
+                .iter()
+                .all(|&l| l == start.membership[0])
+        );
+        let (m12, m13) = (start.membership[12], start.membership[13]);
+        assert!(m12 != start.membership[0] && m13 != start.membership[0] && m12 != m13);
     }
 
     #[test]

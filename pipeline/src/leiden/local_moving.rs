@@ -41,6 +41,24 @@ pub(crate) struct Level<'a> {
     pub node_weights: &'a [f64],
     /// `λ`: `γ/(2m)` for modularity, `γ` for CPM.
     pub lambda: f64,
+    /// The nodes that hold on to their community (`None`: none): a flagged node leaves it only
+    /// for a gain above `stickiness` times its weighted degree (see
+    /// [`super::LeidenConfig::stickiness`]).
+    pub sticky: Option<&'a [bool]>,
+    /// Raw-quality margin per unit of a sticky node's weighted degree, `>= 0`.
+    pub stickiness: f64,
+}
+
+impl Level<'_> {
+    /// The gain `v` must exceed to leave its community: `stickiness × row_weight` for a
+    /// sticky node, else 0.
+    #[inline]
+    fn hold(&self, v: u32, row_weight: f64) -> f64 {
+        match self.sticky {
+            Some(sticky) if sticky[v as usize] => self.stickiness * row_weight,
+            _ => 0.0,
+        }
+    }
 }
 
 /// What one local-moving phase did.
@@ -422,6 +440,7 @@ pub(crate) fn move_nodes_from(
                     (d.w_own, d.w_target, d.row_weight)
                 };
                 let stay = w_own - lambda * s * (totals[own as usize] - s);
+                let hold = stay + level.hold(v, row_weight);
                 let (to, go) = if target == EMPTY {
                     match free.last() {
                         Some(&c) => (c, 0.0),
@@ -435,7 +454,7 @@ pub(crate) fn move_nodes_from(
                 } else {
                     (target, w_target - lambda * s * totals[target as usize])
                 };
-                if !improves(go, stay, row_weight) {
+                if !improves(go, hold, row_weight) {
                     outcome.rejected += 1;
                     enqueue(v);
                     continue;
@@ -621,7 +640,8 @@ fn choose(
 ) -> Decision {
     let s = level.node_weights[v as usize];
     let lambda = level.lambda;
-    let stay = w_own - lambda * s * (totals[own as usize] - s);
+    // A sticky node stays unless a move beats staying by its margin.
+    let stay = w_own - lambda * s * (totals[own as usize] - s) + level.hold(v, row_weight);
     let (mut best, mut best_gain, mut best_w) = (own, stay, w_own);
     for (c, w) in found {
         if c != own {
@@ -678,6 +698,8 @@ mod tests {
             graph: &g,
             node_weights: &degrees,
             lambda,
+            sticky: None,
+            stickiness: 0.0,
         };
         let mut memb: Vec<u32> = (0..g.num_nodes() as u32).collect();
         let before = raw_quality(&g, &memb, &degrees, lambda);
@@ -702,6 +724,8 @@ mod tests {
             graph: &g,
             node_weights: &degrees,
             lambda: 1.0 / (2.0 * g.total_weight()),
+            sticky: None,
+            stickiness: 0.0,
         };
         let mut memb: Vec<u32> = (0..g.num_nodes() as u32).collect();
         move_nodes(level, &mut memb, 1, &[]);
@@ -769,6 +793,8 @@ mod tests {
             graph: &g,
             node_weights: &degrees,
             lambda,
+            sticky: None,
+            stickiness: 0.0,
         };
         let mut memb: Vec<u32> = (0..n).collect();
         let before = raw_quality(&g, &memb, &degrees, lambda);

@@ -183,6 +183,19 @@ pub struct LeidenConfig {
     /// bench corpus). The polish only raises the quality. A warm-started run queues only its
     /// frontier and the nodes of the communities it changed (the rest was polished before).
     pub polish: bool,
+    /// Warm starts only: the margin, per unit of weighted degree (raw quality units, edge
+    /// weight), by which a move must beat staying before a node leaves the community it
+    /// started in, `>= 0` and finite. It applies to the nodes that start in a previous
+    /// community of at least two nodes, in the local movings of single nodes (the first of
+    /// each iteration and the polish), not to new nodes or to aggregates. The run then
+    /// optimises the quality less a history cost, as in evolutionary clustering (Chakrabarti,
+    /// Kumar & Tomkins, "Evolutionary clustering", KDD 2006): a node whose neighbourhood
+    /// barely changed no longer swaps between two nearly equal communities because a small
+    /// community's totals moved. Default: `0.2`: on the 10⁵-document bench corpus's night
+    /// of changes, communities keeping their id with Jaccard ≥ 0.9 rose from 22–89 % to 95–100 %
+    /// at every level below level 0, modularity 0.0002 below a warm start without it and
+    /// 0.0007 below detection from nothing. `0` gives plain DF Leiden. Cold runs ignore it.
+    pub stickiness: f64,
     /// Hierarchy: number of levels at most (level 0 plus `max_levels - 1` levels of splits),
     /// `>= 1`. Default: `10`; graphs with a few million nodes rarely need more than 5 levels at a
     /// cluster size of 10.
@@ -202,6 +215,7 @@ impl Default for LeidenConfig {
             max_cluster_size: 10,
             max_levels: 10,
             polish: true,
+            stickiness: 0.2,
         }
     }
 }
@@ -239,6 +253,13 @@ impl LeidenConfig {
             return bad(
                 "tolerance",
                 self.tolerance.to_string(),
+                "a finite number >= 0",
+            );
+        }
+        if !(self.stickiness.is_finite() && self.stickiness >= 0.0) {
+            return bad(
+                "stickiness",
+                self.stickiness.to_string(),
                 "a finite number >= 0",
             );
         }
@@ -427,6 +448,16 @@ pub(crate) fn run_from(
         }
     };
     let start = warm.map(|_| membership.clone());
+    // The nodes that started in a previous community of two or more: the ones the
+    // stickiness holds (a new node, or one that came from elsewhere, starts alone and moves
+    // freely).
+    let sticky: Option<Vec<bool>> = start.as_ref().filter(|_| config.stickiness > 0.0).map(|m| {
+        let mut sizes = vec![0u32; n];
+        for &c in m {
+            sizes[c as usize] += 1;
+        }
+        m.iter().map(|&c| sizes[c as usize] >= 2).collect()
+    });
     let mut iterations = 0;
     if graph.num_edges() > 0 && n > 0 {
         for it in 0..config.max_iterations {
@@ -439,6 +470,7 @@ pub(crate) fn run_from(
                 config,
                 it as u64,
                 scale,
+                sticky.as_deref(),
             );
             renumber(&mut next);
             iterations += 1;
@@ -464,6 +496,8 @@ pub(crate) fn run_from(
             graph,
             node_weights: &node_weights,
             lambda,
+            sticky: sticky.as_deref(),
+            stickiness: config.stickiness,
         };
         // A warm start polishes what it touched: its frontier and the communities it changed.
         let queued: Option<Vec<bool>> = match (&start, warm) {
@@ -531,6 +565,7 @@ fn iterate(
     config: &LeidenConfig,
     iteration: u64,
     quality_scale: f64,
+    sticky: Option<&[bool]>,
 ) -> (Vec<u32>, f64) {
     let mut aggregate_graph: Option<Graph> = None;
     let mut weights: Cow<'_, [f64]> = Cow::Borrowed(node_weights);
@@ -547,6 +582,10 @@ fn iterate(
             graph: g,
             node_weights: &weights,
             lambda,
+            // Aggregates move freely: holding whole communities in place as well kept fewer
+            // ids below level 3 on the 10⁴-document bench corpus (level 4: 75 % against 87 %).
+            sticky: if depth == 0 { sticky } else { None },
+            stickiness: config.stickiness,
         };
         let t0 = std::time::Instant::now();
         let before = queued.as_ref().map(|_| p.clone());
@@ -806,6 +845,20 @@ pub(crate) mod tests {
             ),
             (
                 LeidenConfig {
+                    stickiness: -0.1,
+                    ..Default::default()
+                },
+                "stickiness",
+            ),
+            (
+                LeidenConfig {
+                    stickiness: f64::INFINITY,
+                    ..Default::default()
+                },
+                "stickiness",
+            ),
+            (
+                LeidenConfig {
                     randomness: 0.0,
                     ..Default::default()
                 },
@@ -920,7 +973,7 @@ pub(crate) mod tests {
                 let before = quality::raw_quality(&g, &membership, &weights, lambda);
                 let scale = if cpm { 1.0 } else { 1.0 / m };
                 let (next, gain) =
-                    iterate(&g, &weights, lambda, membership, None, &config, it, scale);
+                    iterate(&g, &weights, lambda, membership, None, &config, it, scale, None);
                 let after = quality::raw_quality(&g, &next, &weights, lambda);
                 prop_assert!(gain >= 0.0);
                 let scale = 1.0 + g.total_weight() + before.abs();
@@ -942,6 +995,8 @@ pub(crate) mod tests {
             louvain in any::<bool>(),
             labels in vec(0u32..8, 50),
             queued in any::<u64>(),
+            held in any::<u64>(),
+            stickiness in 0.0f64..1.0,
             seed in any::<u64>(),
         ) {
             let n = g.num_nodes();
@@ -952,14 +1007,16 @@ pub(crate) mod tests {
             let config = LeidenConfig {
                 algorithm: if louvain { Algorithm::Louvain } else { Algorithm::Leiden },
                 seed,
+                stickiness,
                 ..LeidenConfig::default()
             };
+            let sticky: Vec<bool> = (0..n).map(|v| (held >> (v % 64)) & 1 == 1).collect();
             let mut start: Vec<u32> = labels[..n].to_vec();
             renumber(&mut start);
             let frontier: Vec<bool> = (0..n).map(|v| (queued >> (v % 64)) & 1 == 1).collect();
             let before = quality::raw_quality(&g, &start, &weights, lambda);
             let (next, gain) =
-                iterate(&g, &weights, lambda, start.clone(), Some(&frontier), &config, 0, 1.0 / m);
+                iterate(&g, &weights, lambda, start.clone(), Some(&frontier), &config, 0, 1.0 / m, Some(&sticky));
             let after = quality::raw_quality(&g, &next, &weights, lambda);
             prop_assert!(gain >= 0.0);
             prop_assert!((after - before - gain).abs() <= 1e-9 * (1.0 + m + before.abs()));
@@ -1048,6 +1105,67 @@ pub(crate) mod tests {
                 p.membership
             );
         }
+    }
+
+    /// Two 5-cliques, A (nodes 0–4) and B (5–9), and node 10 that started in A with `to_a`
+    /// edges into A and `to_b` into B; node 11 is new, linked to B by two edges. Node 10's
+    /// community after a warm start with only nodes 10 and 11 on the frontier, and node 11's.
+    fn torn_node(to_a: u32, to_b: u32, stickiness: f64) -> (u32, u32) {
+        let mut edges = Vec::new();
+        for base in [0u32, 5] {
+            for i in base..base + 5 {
+                for j in i + 1..base + 5 {
+                    edges.push((i, j, 1.0));
+                }
+            }
+        }
+        edges.extend((0..to_a).map(|i| (10, i, 1.0)));
+        edges.extend((0..to_b).map(|i| (10, 5 + i, 1.0)));
+        edges.extend([(11, 8, 1.0), (11, 9, 1.0)]);
+        let g = Graph::from_edges(12, &edges).unwrap();
+        let mut membership = vec![0u32; 12];
+        membership[5..10].fill(1);
+        membership[11] = 2;
+        let mut frontier = vec![false; 12];
+        frontier[10] = true;
+        frontier[11] = true;
+        let config = LeidenConfig {
+            stickiness,
+            ..LeidenConfig::default()
+        };
+        let p = leiden_warm(
+            &g,
+            &config,
+            &WarmStart {
+                membership,
+                frontier,
+            },
+        )
+        .unwrap();
+        let (a, b) = (p.membership[0], p.membership[5]);
+        assert!(p.membership[..5].iter().all(|&c| c == a));
+        assert!(p.membership[5..10].iter().all(|&c| c == b));
+        let side = |c: u32| {
+            if c == a {
+                0
+            } else if c == b {
+                1
+            } else {
+                2
+            }
+        };
+        (side(p.membership[10]), side(p.membership[11]))
+    }
+
+    #[test]
+    fn stickiness_holds_a_node_a_small_change_tips_and_frees_one_a_large_change_moves() {
+        // 3 edges to A, 4 to B: moving to B gains 0.87 edge weight, under 0.2 × 7.
+        assert_eq!(torn_node(3, 4, 0.0), (1, 1));
+        assert_eq!(torn_node(3, 4, 0.2), (0, 1));
+        // 1 edge to A, 5 to B: moving gains 3.5, above 0.2 × 6.
+        assert_eq!(torn_node(1, 5, 0.2), (1, 1));
+        // A new node joins whatever the stickiness.
+        assert_eq!(torn_node(3, 4, 5.0).1, 1);
     }
 
     #[test]

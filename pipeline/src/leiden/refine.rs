@@ -287,6 +287,8 @@ mod tests {
             graph: &g,
             node_weights: &degrees,
             lambda: 1.0 / (2.0 * g.total_weight()),
+            sticky: None,
+            stickiness: 0.0,
         };
         // Community 0 holds both triangles plus the disconnected pair {6, 7}.
         let membership = vec![0, 0, 0, 0, 0, 0, 0, 0];
@@ -320,6 +322,8 @@ mod tests {
             graph: &g,
             node_weights: &degrees,
             lambda: 1.0 / (2.0 * g.total_weight()),
+            sticky: None,
+            stickiness: 0.0,
         };
         let membership = vec![0, 0, 1, 1];
         let refined = refine(level, &membership, 2, 0.01, 5, &[]);

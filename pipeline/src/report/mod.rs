@@ -108,6 +108,12 @@ pub struct Report {
     pub title: String,
     /// Summary paragraph.
     pub summary: String,
+    /// The summary without its counts (size, supporting passages and documents, passages
+    /// per link): the centre and the strongest links by name. The report's vector embeds
+    /// this instead of [`Report::summary`]: counts move with every passage a night adds,
+    /// carry nothing a question asks for, and would make an unchanged community's vector be
+    /// computed again. Empty when the writer has none ([`Report::summary`] is embedded then).
+    pub gist: String,
     /// Findings (sentences quoted from supporting passages).
     pub findings: Vec<String>,
     /// Rows ([`PassageRef::row`]) of the passages the findings quote, or any other passage
@@ -137,9 +143,10 @@ pub enum ReportText {
     /// One vector of [`Report::full_content`]: title, members, summary, findings and the
     /// supporting documents' titles (`Sources:`).
     Full,
-    /// One vector of the title, members, summary and findings, without the supporting
-    /// documents' titles: those titles are other documents' words, which let a query that
-    /// repeats a title find the report by word overlap rather than by what it is about.
+    /// One vector of the title, members, [gist](Report::gist) (the summary without its
+    /// counts) and findings, without the supporting documents' titles: those titles are
+    /// other documents' words, which let a query that repeats a title find the report by
+    /// word overlap rather than by what it is about.
     NoSources,
     /// One vector of the title and summary only.
     TitleSummary,
@@ -219,7 +226,11 @@ impl CommunityVectors {
             }
             if with_summary {
                 t.push('\n');
-                t.push_str(&report.summary);
+                t.push_str(if report.gist.is_empty() {
+                    &report.summary
+                } else {
+                    &report.gist
+                });
             }
             t
         };
@@ -328,7 +339,8 @@ pub trait ReportWriter: Send + Sync {
 /// The built-in extractive writer: no model, same input → same report.
 ///
 /// * title: the three most central members;
-/// * summary: size, level, centre, support, strongest links;
+/// * summary: size, level, centre, support, strongest links; its gist: centre and strongest
+///   links by name, without counts;
 /// * findings: from each of the best three supporting passages, the sentence naming the most
 ///   members (at most 300 characters);
 /// * embedded text: title, up to 30 member names with their short entry terms (so that
@@ -392,6 +404,16 @@ impl ReportWriter for ExtractiveReportWriter {
         if !links.is_empty() {
             summary.push_str(&format!(" Strongest links: {}.", links.join("; ")));
         }
+        let mut gist = format!("Centred on {}.", central.join(", "));
+        if !ctx.relationships.is_empty() {
+            let named: Vec<String> = ctx
+                .relationships
+                .iter()
+                .take(3)
+                .map(|(a, b, _)| format!("{a} – {b}"))
+                .collect();
+            gist.push_str(&format!(" Strongest links: {}.", named.join("; ")));
+        }
         let lower_names: Vec<String> = ctx.members.iter().map(|m| m.1.to_lowercase()).collect();
         let (findings, quoted_passages): (Vec<String>, Vec<u32>) = ctx
             .passages
@@ -434,6 +456,7 @@ impl ReportWriter for ExtractiveReportWriter {
             level: ctx.level,
             title,
             summary,
+            gist,
             findings,
             quoted_passages,
             rank,
@@ -620,6 +643,59 @@ mod tests {
         assert_eq!(findings.texts(&r).len(), 1 + r.findings.len());
         assert_eq!(findings.num_passages(), 2);
         assert!("none".parse::<CommunityVectors>().is_err());
+    }
+
+    #[test]
+    fn counts_change_the_summary_but_not_the_embedded_text() {
+        let names: Vec<String> = ["Statins", "Mortality", "Myocardial Infarction"]
+            .iter()
+            .map(|s| (*s).into())
+            .collect();
+        let aliases = vec![String::new(); 3];
+        let passages = [
+            PassageRef::new("Statins lower mortality after infarction.", 0, "Q1?", 0, 0),
+            PassageRef::new("Mortality after myocardial infarction.", 1, "Q2?", 1, 1),
+            PassageRef::new("Statins again.", 2, "Q3?", 2, 2),
+            PassageRef::new("Statins and mortality, once more.", 3, "Q4?", 3, 3),
+            PassageRef::new("Mortality.", 4, "Q5?", 4, 4),
+        ];
+        let report = |edges: &[(u32, u32, f64)], entity_passages: Vec<Vec<u32>>| {
+            let adjacency = Adjacency::new(3, edges);
+            let ctx = community_context(
+                7,
+                1,
+                &[0, 1, 2],
+                &names,
+                &aliases,
+                &adjacency,
+                &entity_passages,
+                &|p| passages[p as usize],
+            );
+            ExtractiveReportWriter.write(&ctx).unwrap()
+        };
+        let before = report(
+            &[(0, 1, 3.0), (1, 2, 2.0)],
+            vec![vec![0, 2, 3], vec![0, 1, 3], vec![0, 1]],
+        );
+        // A night adds a passage that ranks below the findings' and one co-occurrence.
+        let after = report(
+            &[(0, 1, 4.0), (1, 2, 2.0)],
+            vec![vec![0, 2, 3], vec![0, 1, 3, 4], vec![0, 1]],
+        );
+        assert_ne!(before.summary, after.summary);
+        assert_eq!(before.gist, after.gist);
+        assert!(
+            before.gist.contains("Statins – Mortality"),
+            "{}",
+            before.gist
+        );
+        assert!(
+            !before.gist.chars().any(|c| c.is_ascii_digit()),
+            "{}",
+            before.gist
+        );
+        let recipe = CommunityVectors::default();
+        assert_eq!(recipe.texts(&before), recipe.texts(&after));
     }
 
     #[test]

@@ -145,7 +145,7 @@ pub(crate) fn detect(
     let keys: Vec<&str> = entity_keys.iter().map(String::as_str).collect();
     // A warm start continues the parent's optimisation: only under the same detection
     // parameters (another resolution, objective or seed asks for other communities; the
-    // polish does not change what is asked for).
+    // polish and the stickiness do not change what is asked for).
     let differing = |previous: &PreviousRun| -> Vec<String> {
         let now = serde_json::to_value(&cfg.leiden).unwrap_or_default();
         let empty = serde_json::Map::new();
@@ -155,7 +155,9 @@ pub(crate) fn detect(
         );
         now.keys()
             .chain(before.keys())
-            .filter(|k| k.as_str() != "polish" && now.get(*k) != before.get(*k))
+            .filter(|k| {
+                !matches!(k.as_str(), "polish" | "stickiness") && now.get(*k) != before.get(*k)
+            })
             .map(|k| {
                 format!(
                     "{k} {} (was {})",

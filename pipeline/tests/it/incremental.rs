@@ -540,6 +540,38 @@ fn a_run_whose_only_change_is_a_deletion_succeeds_without_the_document() {
 }
 
 #[test]
+fn another_stickiness_still_continues_the_parent_and_zero_is_plain_df_leiden() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let lines = fixture_lines();
+    let first = run_on(root.path(), dir.path(), "a.jsonl", &lines[..59], |_| {});
+    // Two continuations of the same parent, with and without the history cost.
+    let copy = tempfile::tempdir().unwrap();
+    let copy_root = copy.path().join("root");
+    crate::parquet::copy_dir(root.path(), &copy_root);
+    let held = run_on(root.path(), dir.path(), "b.jsonl", &lines, |_| {});
+    let plain = run_on(&copy_root, dir.path(), "b.jsonl", &lines, |c| {
+        c.leiden.stickiness = 0.0
+    });
+    assert!(
+        held.warm_start && plain.warm_start,
+        "the stickiness does not change what is asked for"
+    );
+    let old = member_sets(root.path(), &first.run_id);
+    for (r, summary) in [(root.path(), &held), (copy_root.as_path(), &plain)] {
+        let new = member_sets(r, &summary.run_id);
+        assert_lineage_accounts(&old, &new, &lineage(r, &summary.run_id));
+    }
+    // The history cost trades a little quality for stability.
+    assert!(
+        held.modularity >= plain.modularity - 0.01,
+        "{} vs {}",
+        held.modularity,
+        plain.modularity
+    );
+}
+
+#[test]
 fn full_detects_from_nothing_but_still_carries_ids_over() {
     let root = tempfile::tempdir().unwrap();
     let dir = tempfile::tempdir().unwrap();

@@ -426,7 +426,8 @@ fn the_golden_run_of_format_1_still_opens_and_answers() {
     assert!(ev[0].text.is_some());
 }
 
-fn copy_dir(from: &Path, to: &Path) {
+/// Copies the folder `from` into `to` (created), recursively.
+pub(crate) fn copy_dir(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();
     for entry in std::fs::read_dir(from).unwrap() {
         let entry = entry.unwrap();
