@@ -341,8 +341,10 @@ pub fn leiden(graph: &Graph, config: &LeidenConfig) -> Result<Partition> {
 /// on the coarser graphs. Unlike DF Leiden, no community is refined: each enters aggregation
 /// whole, as in Louvain, because moving refined pieces of changed communities reshuffled
 /// communities the change barely touched (measured in `benches/RESULTS.md`); every returned
-/// community is still connected (the final split into components). With an empty frontier
-/// the result is `membership` itself (split into connected components).
+/// community is still connected (the final split into components). A node that starts in a
+/// community of two or more leaves it only for a gain above
+/// [`LeidenConfig::stickiness`] times its weighted degree. With an empty frontier the result
+/// is `membership` itself (split into connected components).
 #[derive(Debug, Clone, PartialEq)]
 pub struct WarmStart {
     /// Starting community of each node (any `u32` labels; equal labels share a community),
