@@ -387,11 +387,15 @@ impl ReportWriter for ExtractiveReportWriter {
             [a, b] => format!("{a} and {b}"),
             [a, b, c, ..] => format!("{a}, {b} and {c}"),
         };
-        let links: Vec<String> = ctx
-            .relationships
+        let strongest = &ctx.relationships[..ctx.relationships.len().min(3)];
+        let named: Vec<String> = strongest
             .iter()
-            .take(3)
-            .map(|(a, b, w)| format!("{a} – {b} ({w} passages)"))
+            .map(|(a, b, _)| format!("{a} – {b}"))
+            .collect();
+        let links: Vec<String> = named
+            .iter()
+            .zip(strongest)
+            .map(|(n, (_, _, w))| format!("{n} ({w} passages)"))
             .collect();
         let mut summary = format!(
             "A theme of {} concepts at level {}, centred on {}. It is supported by {} passages from {} documents.",
@@ -405,13 +409,7 @@ impl ReportWriter for ExtractiveReportWriter {
             summary.push_str(&format!(" Strongest links: {}.", links.join("; ")));
         }
         let mut gist = format!("Centred on {}.", central.join(", "));
-        if !ctx.relationships.is_empty() {
-            let named: Vec<String> = ctx
-                .relationships
-                .iter()
-                .take(3)
-                .map(|(a, b, _)| format!("{a} – {b}"))
-                .collect();
+        if !named.is_empty() {
             gist.push_str(&format!(" Strongest links: {}.", named.join("; ")));
         }
         let lower_names: Vec<String> = ctx.members.iter().map(|m| m.1.to_lowercase()).collect();
@@ -576,12 +574,37 @@ pub fn community_context<'a>(
 mod tests {
     use super::*;
 
-    #[test]
-    fn extractive_report_is_deterministic_and_grounded() {
-        let names: Vec<String> = ["Statins", "Mortality", "Myocardial Infarction"]
+    /// Statins, Mortality and Myocardial Infarction as community 7 of level 1, over `edges`,
+    /// `entity_passages` and `passages`.
+    fn three_member_context<'a>(
+        names: &'a [String],
+        aliases: &'a [String],
+        adjacency: &'a Adjacency,
+        entity_passages: &'a [Vec<u32>],
+        passages: &'a [PassageRef<'a>],
+    ) -> CommunityContext<'a> {
+        community_context(
+            7,
+            1,
+            &[0, 1, 2],
+            names,
+            aliases,
+            adjacency,
+            entity_passages,
+            &|p| passages[p as usize],
+        )
+    }
+
+    fn three_names() -> Vec<String> {
+        ["Statins", "Mortality", "Myocardial Infarction"]
             .iter()
             .map(|s| (*s).into())
-            .collect();
+            .collect()
+    }
+
+    #[test]
+    fn extractive_report_is_deterministic_and_grounded() {
+        let names = three_names();
         let adjacency = Adjacency::new(3, &[(0, 1, 2.0), (0, 2, 1.0), (1, 2, 3.0)]);
         let passages = [
             PassageRef::new("Statins lower mortality. Unrelated.", 1, "Q1?", 0, 0),
@@ -595,16 +618,7 @@ mod tests {
         ];
         let entity_passages = vec![vec![0], vec![0, 1], vec![1]];
         let aliases: Vec<String> = vec!["Statin".into(), String::new(), "Heart Attack".into()];
-        let ctx = community_context(
-            7,
-            1,
-            &[0, 1, 2],
-            &names,
-            &aliases,
-            &adjacency,
-            &entity_passages,
-            &|p| passages[p as usize],
-        );
+        let ctx = three_member_context(&names, &aliases, &adjacency, &entity_passages, &passages);
         assert_eq!(ctx.members[0].1, "Mortality");
         assert_eq!(
             ctx.relationships[0],
@@ -647,10 +661,7 @@ mod tests {
 
     #[test]
     fn counts_change_the_summary_but_not_the_embedded_text() {
-        let names: Vec<String> = ["Statins", "Mortality", "Myocardial Infarction"]
-            .iter()
-            .map(|s| (*s).into())
-            .collect();
+        let names = three_names();
         let aliases = vec![String::new(); 3];
         let passages = [
             PassageRef::new("Statins lower mortality after infarction.", 0, "Q1?", 0, 0),
@@ -661,16 +672,8 @@ mod tests {
         ];
         let report = |edges: &[(u32, u32, f64)], entity_passages: Vec<Vec<u32>>| {
             let adjacency = Adjacency::new(3, edges);
-            let ctx = community_context(
-                7,
-                1,
-                &[0, 1, 2],
-                &names,
-                &aliases,
-                &adjacency,
-                &entity_passages,
-                &|p| passages[p as usize],
-            );
+            let ctx =
+                three_member_context(&names, &aliases, &adjacency, &entity_passages, &passages);
             ExtractiveReportWriter.write(&ctx).unwrap()
         };
         let before = report(
