@@ -156,53 +156,80 @@ pub fn find_definitions(text: &str) -> Vec<Definition> {
 /// `short` + `s`) in `text`.
 #[cfg(test)]
 pub fn occurrences(text: &str, short: &str) -> Vec<(usize, usize)> {
-    occurrences_of_each(text, &[short])
+    ShortForms::new(&[short])
+        .occurrences_in(text)
         .pop()
         .unwrap_or_default()
 }
 
-/// For each of `shorts`, the byte spans of its whole-word, case-sensitive occurrences (or of
-/// its plural, the short form + `s`) in `text`, in text order. Occurrences of one short form
-/// are found left to right without overlapping each other (as [`str::match_indices`] does).
-///
-/// # Complexity
-/// * Time: **O(n + m)** for `m` raw matches: one Aho-Corasick scan for all short forms, not one
-///   scan per short form.
-pub fn occurrences_of_each(text: &str, shorts: &[&str]) -> Vec<Vec<(usize, usize)>> {
-    let mut out = vec![Vec::new(); shorts.len()];
-    if shorts.is_empty() {
-        return out;
-    }
-    // An automaton per text over a handful of short forms: the noncontiguous NFA is the
-    // cheapest kind to build, and building, not scanning a passage, is what such a small set
-    // costs (the DFA the crate picks by default for few patterns took 3 % of a 10⁵-document
-    // run's CPU). The kind changes no match.
-    let Ok(automaton) = aho_corasick::AhoCorasick::builder()
-        .kind(Some(aho_corasick::AhoCorasickKind::NoncontiguousNFA))
-        .build(shorts)
-    else {
-        // Only a pathological pattern set fails to build; fall back to one scan per form.
-        for (found, short) in out.iter_mut().zip(shorts) {
-            *found = text
-                .match_indices(short)
-                .filter_map(|(s, m)| whole_word(text, s, s + m.len()))
-                .collect();
-        }
-        return out;
-    };
-    // Where the next match of each form may start: matches of one form do not overlap.
-    let mut next = vec![0usize; shorts.len()];
-    for m in automaton.find_overlapping_iter(text) {
-        let p = m.pattern().as_usize();
-        if m.start() < next[p] {
-            continue;
-        }
-        next[p] = m.end();
-        if let Some(span) = whole_word(text, m.start(), m.end()) {
-            out[p].push(span);
+/// The short forms a document defines, compiled once to be found in each of its segments
+/// ([`occurrences_in`](Self::occurrences_in)).
+pub struct ShortForms<'a> {
+    shorts: Vec<&'a str>,
+    /// `None` when there are no short forms, or for a pattern set the automaton cannot hold
+    /// (then each form is searched on its own).
+    automaton: Option<aho_corasick::AhoCorasick>,
+}
+
+impl<'a> ShortForms<'a> {
+    /// Compiles `shorts` (case-sensitive, matched as given).
+    pub fn new(shorts: &[&'a str]) -> Self {
+        // An automaton over a handful of short forms: the noncontiguous NFA is the cheapest
+        // kind to build, and building, not scanning, is what such a small set costs (the DFA
+        // the crate picks by default for few patterns took 3 % of a 10⁵-document run's CPU).
+        // It is built once per document, not once per segment: the per-segment builds were
+        // 4 % of a 10⁵-document run's CPU. The kind changes no match.
+        let automaton = if shorts.is_empty() {
+            None
+        } else {
+            aho_corasick::AhoCorasick::builder()
+                .kind(Some(aho_corasick::AhoCorasickKind::NoncontiguousNFA))
+                .build(shorts)
+                .ok()
+        };
+        Self {
+            shorts: shorts.to_vec(),
+            automaton,
         }
     }
-    out
+
+    /// For each short form, in the order given to [`new`](Self::new), the byte spans of its
+    /// whole-word occurrences (or of its plural, the short form + `s`) in `text`, in text
+    /// order. Occurrences of one short form are found left to right without overlapping each
+    /// other (as [`str::match_indices`] does).
+    ///
+    /// # Complexity
+    /// * Time: **O(n + m)** for `n` bytes of text and `m` raw matches: one Aho-Corasick scan
+    ///   for all short forms, not one scan per short form.
+    pub fn occurrences_in(&self, text: &str) -> Vec<Vec<(usize, usize)>> {
+        let mut out = vec![Vec::new(); self.shorts.len()];
+        if self.shorts.is_empty() {
+            return out;
+        }
+        let Some(automaton) = &self.automaton else {
+            // Only a pathological pattern set fails to build: one scan per form.
+            for (found, short) in out.iter_mut().zip(&self.shorts) {
+                *found = text
+                    .match_indices(short)
+                    .filter_map(|(s, m)| whole_word(text, s, s + m.len()))
+                    .collect();
+            }
+            return out;
+        };
+        // Where the next match of each form may start: matches of one form do not overlap.
+        let mut next = vec![0usize; self.shorts.len()];
+        for m in automaton.find_overlapping_iter(text) {
+            let p = m.pattern().as_usize();
+            if m.start() < next[p] {
+                continue;
+            }
+            next[p] = m.end();
+            if let Some(span) = whole_word(text, m.start(), m.end()) {
+                out[p].push(span);
+            }
+        }
+        out
+    }
 }
 
 /// The span `s..e` of a match, widened by a plural `s`, if it is a whole word.
@@ -301,7 +328,10 @@ mod tests {
     fn occurrences_of_each_form_are_found_in_one_scan() {
         let t = "PCD and PCDs, A-A-A and HD; HDs of PCD-HD (HD).";
         let shorts = ["PCD", "HD", "A-A", "PCD-HD"];
-        let each = occurrences_of_each(t, &shorts);
+        let forms = ShortForms::new(&shorts);
+        let each = forms.occurrences_in(t);
+        // The forms compiled once find the same in another text.
+        assert_eq!(forms.occurrences_in("HD (HD)")[1], vec![(0, 2), (4, 6)]);
         for (short, found) in shorts.iter().zip(&each) {
             let one: Vec<(usize, usize)> = t
                 .match_indices(short)

@@ -5,11 +5,15 @@
 //! that hyphens, case and spacing variants ("cross-sectional", "Cross sectional") need no
 //! separate patterns.
 
-/// One token.
+use std::borrow::Cow;
+
+/// One token of a text.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) enum Token {
-    /// A run of letters and digits that starts with a letter, lower-cased.
-    Word(String),
+pub(crate) enum Token<'a> {
+    /// A run of letters and digits that starts with a letter, lower-cased: borrowed from the
+    /// text when it is lower case there already (most words), so that tokenizing allocates
+    /// only for the others.
+    Word(Cow<'a, str>),
     /// A number: digits with an optional decimal part (`60.5`, `60,5`) or thousands groups
     /// (`1,099`).
     Num(f64),
@@ -17,7 +21,7 @@ pub(crate) enum Token {
     Sym(char),
 }
 
-impl Token {
+impl Token<'_> {
     /// The word, if this is one.
     pub(crate) fn word(&self) -> Option<&str> {
         match self {
@@ -37,51 +41,70 @@ impl Token {
     }
 }
 
+/// A word of `text` lower-cased ([`str::to_lowercase`]), borrowed when it already is.
+fn lower_word(word: &str) -> Cow<'_, str> {
+    if word.is_ascii() {
+        if word.bytes().any(|b| b.is_ascii_uppercase()) {
+            Cow::Owned(word.to_ascii_lowercase())
+        } else {
+            Cow::Borrowed(word)
+        }
+    } else {
+        Cow::Owned(word.to_lowercase())
+    }
+}
+
 /// Splits `text` into tokens. Linear in the text length.
-pub(crate) fn tokenize(text: &str) -> Vec<Token> {
-    let chars: Vec<char> = text.chars().collect();
+pub(crate) fn tokenize(text: &str) -> Vec<Token<'_>> {
+    let bytes = text.as_bytes();
+    let digit_at = |i: usize| bytes.get(i).is_some_and(u8::is_ascii_digit);
     let mut out = Vec::new();
+    // `i` is a byte offset of `text`, always at a char boundary.
     let mut i = 0;
-    while i < chars.len() {
-        let c = chars[i];
+    while let Some(c) = text[i..].chars().next() {
         if c.is_whitespace() {
-            i += 1;
+            i += c.len_utf8();
         } else if c.is_alphabetic() {
             let start = i;
-            while i < chars.len() && chars[i].is_alphanumeric() {
-                i += 1;
-            }
-            let w: String = chars[start..i].iter().collect();
-            out.push(Token::Word(w.to_lowercase()));
+            let end = text[start..]
+                .char_indices()
+                .find(|&(_, c)| !c.is_alphanumeric())
+                .map_or(text.len(), |(k, _)| start + k);
+            out.push(Token::Word(lower_word(&text[start..end])));
+            i = end;
         } else if c.is_ascii_digit() {
+            // Digits, group commas and decimal points are ASCII: the number is read by byte.
             let mut s = String::new();
-            while i < chars.len() && chars[i].is_ascii_digit() {
-                s.push(chars[i]);
+            while digit_at(i) {
+                s.push(char::from(bytes[i]));
                 i += 1;
             }
             // Thousands groups: `1,099` (a comma then exactly three digits).
-            while chars.get(i) == Some(&',')
-                && (1..=3).all(|k| chars.get(i + k).is_some_and(char::is_ascii_digit))
-                && !chars.get(i + 4).is_some_and(char::is_ascii_digit)
+            while bytes.get(i) == Some(&b',')
+                && (1..=3).all(|k| digit_at(i + k))
+                && !digit_at(i + 4)
             {
-                s.extend(&chars[i + 1..i + 4]);
+                s.push_str(&text[i + 1..i + 4]);
                 i += 4;
             }
-            // Decimal part: `60.5` or `60,5`.
-            if matches!(chars.get(i), Some('.' | ',' | '·'))
-                && chars.get(i + 1).is_some_and(char::is_ascii_digit)
-            {
+            // Decimal part: `60.5`, `60,5` or `60·5`.
+            let point = match bytes.get(i) {
+                Some(b'.' | b',') => 1,
+                _ if text[i..].starts_with('·') => '·'.len_utf8(),
+                _ => 0,
+            };
+            if point > 0 && digit_at(i + point) {
                 s.push('.');
-                i += 1;
-                while i < chars.len() && chars[i].is_ascii_digit() {
-                    s.push(chars[i]);
+                i += point;
+                while digit_at(i) {
+                    s.push(char::from(bytes[i]));
                     i += 1;
                 }
             }
             out.push(Token::Num(s.parse().unwrap_or(f64::NAN)));
         } else {
             out.push(Token::Sym(c));
-            i += 1;
+            i += c.len_utf8();
         }
     }
     out
@@ -89,7 +112,7 @@ pub(crate) fn tokenize(text: &str) -> Vec<Token> {
 
 /// The words of `tokens` in order, symbols and numbers left out: the sequence phrases are
 /// matched against, so "cross-sectional" and "cross sectional" are both `[cross, sectional]`.
-pub(crate) fn words(tokens: &[Token]) -> Vec<&str> {
+pub(crate) fn words<'t>(tokens: &'t [Token<'_>]) -> Vec<&'t str> {
     tokens.iter().filter_map(Token::word).collect()
 }
 
@@ -102,6 +125,90 @@ pub(crate) fn contains_phrase(words: &[&str], phrase: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    /// The tokenizer as first written, over a vector of chars with a string per word: what
+    /// [`tokenize`] must give.
+    fn tokenize_reference(text: &str) -> Vec<Token<'static>> {
+        let chars: Vec<char> = text.chars().collect();
+        let mut out = Vec::new();
+        let mut i = 0;
+        while i < chars.len() {
+            let c = chars[i];
+            if c.is_whitespace() {
+                i += 1;
+            } else if c.is_alphabetic() {
+                let start = i;
+                while i < chars.len() && chars[i].is_alphanumeric() {
+                    i += 1;
+                }
+                let w: String = chars[start..i].iter().collect();
+                out.push(Token::Word(Cow::Owned(w.to_lowercase())));
+            } else if c.is_ascii_digit() {
+                let mut s = String::new();
+                while i < chars.len() && chars[i].is_ascii_digit() {
+                    s.push(chars[i]);
+                    i += 1;
+                }
+                while chars.get(i) == Some(&',')
+                    && (1..=3).all(|k| chars.get(i + k).is_some_and(char::is_ascii_digit))
+                    && !chars.get(i + 4).is_some_and(char::is_ascii_digit)
+                {
+                    s.extend(&chars[i + 1..i + 4]);
+                    i += 4;
+                }
+                if matches!(chars.get(i), Some('.' | ',' | '·'))
+                    && chars.get(i + 1).is_some_and(char::is_ascii_digit)
+                {
+                    s.push('.');
+                    i += 1;
+                    while i < chars.len() && chars[i].is_ascii_digit() {
+                        s.push(chars[i]);
+                        i += 1;
+                    }
+                }
+                out.push(Token::Num(s.parse().unwrap_or(f64::NAN)));
+            } else {
+                out.push(Token::Sym(c));
+                i += 1;
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn the_reference_tokens_on_every_shipped_text() {
+        let mut texts: Vec<String> = [
+            "",
+            "İstanbul ÆSIR Straße naïve café ΣΊΣΥΦΟΣ 東京 ǅemal x²y ⅷ",
+            "1,099 1,0999 1,09 12,345,678 60.5 60,5 60·5 60· 7. 3,á 2,3é ٣ ½",
+            "  tabs\tand\u{a0}spaces\u{2003}mixed  ",
+        ]
+        .iter()
+        .map(|t| (*t).to_owned())
+        .collect();
+        let corpus = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../data/pubmedqa/documents.jsonl");
+        let shipped = std::fs::read_to_string(&corpus).expect("the shipped corpus");
+        for line in shipped.lines() {
+            let doc: serde_json::Value = serde_json::from_str(line).expect("a JSON document");
+            texts.push(doc["title"].as_str().unwrap_or_default().to_owned());
+            for p in doc["passages"].as_array().into_iter().flatten() {
+                texts.push(p.as_str().unwrap_or_default().to_owned());
+            }
+        }
+        assert!(texts.len() > 3_000, "{} texts", texts.len());
+        for t in &texts {
+            assert_eq!(tokenize(t), tokenize_reference(t), "{t:?}");
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn the_reference_tokens_on_any_text(t in "[a-zA-Z0-9 ,.·\\-ÀßİΣσ東²½\u{a0}\u{300}]{0,40}") {
+            prop_assert_eq!(tokenize(&t), tokenize_reference(&t));
+        }
+    }
 
     #[test]
     fn words_numbers_symbols() {
