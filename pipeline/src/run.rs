@@ -20,7 +20,7 @@ use crate::stages::detect::Parent;
 use crate::stages::embed::Reuse;
 use crate::stages::graph::{GivenEdges, GraphStats};
 use crate::stages::ingest::{IndexInputs, IngestStats, Ingested};
-use crate::stages::link::LinkStats;
+use crate::stages::link::{LinkInput, LinkStats};
 use crate::stages::publish::PublishInputs;
 use crate::stages::visibility::{PassageTable, RunFlags};
 use crate::stages::{self, Phases};
@@ -306,22 +306,48 @@ fn run_in_pool(cfg: &RunConfig, sources: &Sources) -> Result<RunSummary> {
     let run_id = new_run_id();
     let mut writer = RunWriter::create(&layout, &run_id)?;
 
+    // The vocabulary is loaded and its linker compiled while the corpus is read (an index
+    // brings its own vocabulary, and needs no linker). Ingest's error, if any, comes first.
+    let (ingested, prepared) = if sources.graphrag.is_some() {
+        (
+            stages::ingest::ingest(cfg, sources, &writer, &mut phases),
+            None,
+        )
+    } else {
+        let ((ingested, read), prepared) = rayon::join(
+            || {
+                let ingested = stages::ingest::ingest(cfg, sources, &writer, &mut phases);
+                (ingested, std::time::Instant::now())
+            },
+            || stages::link::prepare(&cfg.link, &cfg.vocabulary),
+        );
+        (ingested, Some((prepared, read)))
+    };
     let Ingested {
         corpus,
         index,
         stats: ingest_stats,
-    } = stages::ingest::ingest(cfg, sources, &writer, &mut phases)?;
+    } = ingested?;
     let flags = RunFlags::read(&layout)?;
     let passages = PassageTable::new(&corpus, &flags);
     let (index_vocabulary, given) = match index {
         Some(IndexInputs { vocabulary, graph }) => (Some(vocabulary), Some(graph)),
         None => (None, None),
     };
+    let input = match (index_vocabulary, given.as_ref(), prepared) {
+        (Some(vocabulary), Some(g), _) => LinkInput::Given(vocabulary, g.mentions.as_slice()),
+        (_, _, Some((prepared, since))) => LinkInput::Prepared {
+            prepared: Box::new(prepared?),
+            since,
+        },
+        // Ingest gives an index exactly when the sources name one, and then nothing is
+        // prepared.
+        _ => unreachable!("either an index's vocabulary or a prepared linker"),
+    };
     let mut linked = stages::link::link(
         &cfg.link,
-        &cfg.vocabulary,
+        input,
         &corpus,
-        index_vocabulary.zip(given.as_ref().map(|g| g.mentions.as_slice())),
         &passages,
         &flags.excluded_documents,
         (!cfg.full).then_some(&layout),

@@ -162,12 +162,17 @@ pub fn occurrences(text: &str, short: &str) -> Vec<(usize, usize)> {
         .unwrap_or_default()
 }
 
+/// Up to this many short forms are each found by a scan of their own ([`str::match_indices`]):
+/// a few scans of a passage cost less than building an automaton, and most documents define
+/// one or two.
+const SCANS_PER_FORM: usize = 4;
+
 /// The short forms a document defines, compiled once to be found in each of its segments
 /// ([`occurrences_in`](Self::occurrences_in)).
 pub struct ShortForms<'a> {
     shorts: Vec<&'a str>,
-    /// `None` when there are no short forms, or for a pattern set the automaton cannot hold
-    /// (then each form is searched on its own).
+    /// `None` for [`SCANS_PER_FORM`] forms or fewer, or for a pattern set the automaton
+    /// cannot hold: then each form is searched on its own.
     automaton: Option<aho_corasick::AhoCorasick>,
 }
 
@@ -179,7 +184,7 @@ impl<'a> ShortForms<'a> {
         // the crate picks by default for few patterns took 3 % of a 10⁵-document run's CPU).
         // It is built once per document, not once per segment: the per-segment builds were
         // 4 % of a 10⁵-document run's CPU. The kind changes no match.
-        let automaton = if shorts.is_empty() {
+        let automaton = if shorts.len() <= SCANS_PER_FORM {
             None
         } else {
             aho_corasick::AhoCorasick::builder()
@@ -207,7 +212,7 @@ impl<'a> ShortForms<'a> {
             return out;
         }
         let Some(automaton) = &self.automaton else {
-            // Only a pathological pattern set fails to build: one scan per form.
+            // A few forms, or a pathological pattern set: one scan per form.
             for (found, short) in out.iter_mut().zip(&self.shorts) {
                 *found = text
                     .match_indices(short)
@@ -326,9 +331,12 @@ mod tests {
 
     #[test]
     fn occurrences_of_each_form_are_found_in_one_scan() {
-        let t = "PCD and PCDs, A-A-A and HD; HDs of PCD-HD (HD).";
-        let shorts = ["PCD", "HD", "A-A", "PCD-HD"];
+        let t = "PCD and PCDs, A-A-A and HD; HDs of PCD-HD (HD) in DNA-PCD.";
+        // Six forms go through the automaton; any four or fewer are scanned one by one.
+        let shorts = ["PCD", "HD", "A-A", "PCD-HD", "DNA", "HDs"];
+        assert!(shorts.len() > SCANS_PER_FORM);
         let forms = ShortForms::new(&shorts);
+        assert!(forms.automaton.is_some());
         let each = forms.occurrences_in(t);
         // The forms compiled once find the same in another text.
         assert_eq!(forms.occurrences_in("HD (HD)")[1], vec![(0, 2), (4, 6)]);
@@ -342,5 +350,11 @@ mod tests {
         // "A-A" in "A-A-A" is found once, as match_indices finds it, not twice.
         assert_eq!(each[2].len(), 1);
         assert_eq!(each[1].len(), 4);
+        for few in [&shorts[..1], &shorts[1..3], &shorts[2..6]] {
+            let scanned = ShortForms::new(few);
+            assert!(scanned.automaton.is_none());
+            let k = shorts.iter().position(|s| *s == few[0]).unwrap();
+            assert_eq!(scanned.occurrences_in(t), each[k..k + few.len()].to_vec());
+        }
     }
 }

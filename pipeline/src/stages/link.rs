@@ -157,24 +157,23 @@ pub(crate) struct LinkReuse {
 /// the passages that are not excluded) and resolves the documents' own headings. A document
 /// whose linker input (title, passages linked, [`link_fingerprint`]) is in `parent` takes the
 /// links stored there instead, which are what linking it gives; every distinct document's
-/// links go to `document_links.arrow` of the run `writer` writes. Returns the links, the
-/// linker's number of patterns and what was taken from `parent`.
+/// links go to `document_links.arrow` of the run `writer` writes. Returns the links and what
+/// was taken from `parent`.
 ///
 /// # Errors
-/// Those of [`DocumentLinker::new`] and of writing `document_links.arrow`.
+/// Those of writing `document_links.arrow`.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn link_corpus(
     corpus: &CorpusColumns,
     vocab: &Vocabulary,
-    link: &LinkConfig,
+    linker: &DocumentLinker,
     passages: &PassageTable<'_>,
     excluded_documents: &HashSet<String>,
     fingerprint: &[u8; 32],
     parent: Option<&StoredDocumentLinks>,
     writer: &mut RunWriter,
     bar: &ProgressBar,
-) -> Result<(Linked, usize, LinkReuse)> {
-    let linker = DocumentLinker::new(vocab, link)?;
+) -> Result<(Linked, LinkReuse)> {
     let num_concepts = vocab.len();
     let num_documents = corpus.num_documents();
     let mut out = Linked {
@@ -264,7 +263,7 @@ pub(crate) fn link_corpus(
             }
         }
     }
-    Ok((out, linker.num_patterns(), reuse))
+    Ok((out, reuse))
 }
 
 /// Links from mentions an index gives (`(passage row, concept)`): the passages that are
@@ -321,6 +320,67 @@ pub(crate) struct LinkStats {
     pub(crate) reuse: LinkReuse,
 }
 
+/// The vocabulary and the linker compiled from it, made before the corpus is read and while
+/// it is ([`prepare`]): building the automaton of a whole MeSH's terms is a serial second or
+/// two that ingest's reading hides.
+#[derive(Debug)]
+pub(crate) struct Prepared {
+    /// The vocabulary of the run's vocabulary folder.
+    pub(crate) vocabulary: Vocabulary,
+    /// Its linker under the run's linking parameters.
+    pub(crate) linker: DocumentLinker,
+    /// The key of the run's document links ([`link_fingerprint`]).
+    pub(crate) fingerprint: [u8; 32],
+    /// Seconds spent loading the vocabulary and compiling the linker.
+    pub(crate) seconds: f64,
+}
+
+/// Loads the vocabulary of `vocabulary_dir` and compiles its [`DocumentLinker`] under
+/// `config`, warning of each cycle of broader edges the load broke.
+///
+/// # Errors
+/// Those of [`load_vocabulary`] and [`DocumentLinker::new`].
+pub(crate) fn prepare(config: &LinkConfig, vocabulary_dir: &Path) -> Result<Prepared> {
+    let started = std::time::Instant::now();
+    let vocabulary = load_vocabulary(vocabulary_dir)?;
+    warn_broken_cycles(&vocabulary);
+    let linker = DocumentLinker::new(&vocabulary, config)?;
+    let fingerprint = link_fingerprint(&vocabulary, config);
+    Ok(Prepared {
+        vocabulary,
+        linker,
+        fingerprint,
+        seconds: started.elapsed().as_secs_f64(),
+    })
+}
+
+fn warn_broken_cycles(vocabulary: &Vocabulary) {
+    for c in &vocabulary.broken_cycles {
+        tracing::warn!(
+            "vocabulary cycle {:?} broken by dropping {} -> {}",
+            c.concepts,
+            c.dropped_edge.0,
+            c.dropped_edge.1
+        );
+    }
+}
+
+/// What the link stage links with.
+#[derive(Debug)]
+pub(crate) enum LinkInput<'a> {
+    /// A vocabulary and its linker ([`prepare`]): the corpus is linked. The link phase's clock
+    /// starts at `since`, when the corpus was read, so any wait for the linker counts as
+    /// linking.
+    Prepared {
+        /// The vocabulary and its linker.
+        prepared: Box<Prepared>,
+        /// When the stage before ended.
+        since: std::time::Instant,
+    },
+    /// An index's entities as the vocabulary, with the mentions it gives.
+    Given(Vocabulary, &'a [Mention]),
+}
+
 /// The link stage's output: the vocabulary the run used and what linking found.
 #[derive(Debug)]
 pub(crate) struct LinkOutput {
@@ -332,53 +392,50 @@ pub(crate) struct LinkOutput {
     pub(crate) stats: LinkStats,
 }
 
-/// Stage 2: loads the vocabulary of `vocabulary_dir` (unless an index brings its own, with
-/// its mentions) and links the corpus, taking the links of documents that the run `LATEST`
-/// names on `parent_root` linked with the same input ([`parent_links`]; `None` links
-/// everything), or takes the index's mentions. Writes `document_links.arrow` into `writer`'s
-/// run (empty when an index gave the mentions).
+/// Stage 2: links the corpus with a [`prepare`]d vocabulary and linker, taking the links of
+/// documents that the run `LATEST` names on `parent_root` linked with the same input
+/// ([`parent_links`]; `None` links everything), or takes the mentions an index gives. Writes
+/// `document_links.arrow` into `writer`'s run (empty when an index gave the mentions).
 ///
 /// # Errors
-/// Those of [`load_vocabulary`], [`DocumentLinker::new`] and of writing the file.
+/// Those of writing the file.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn link(
     config: &LinkConfig,
-    vocabulary_dir: &Path,
+    input: LinkInput<'_>,
     corpus: &CorpusColumns,
-    index: Option<(Vocabulary, &[Mention])>,
     passages: &PassageTable<'_>,
     excluded_documents: &HashSet<String>,
     parent_root: Option<&Layout>,
     writer: &mut RunWriter,
     phases: &mut Phases,
 ) -> Result<LinkOutput> {
-    let phase = phases.start("link", Some(passages.len() as u64));
-    let (vocabulary, given) = match index {
-        Some((v, mentions)) => (v, Some(mentions)),
-        None => (load_vocabulary(vocabulary_dir)?, None),
+    let len = Some(passages.len() as u64);
+    let phase = match &input {
+        LinkInput::Prepared { since, .. } => phases.start_at("link", len, *since),
+        LinkInput::Given(..) => phases.start("link", len),
     };
-    for c in &vocabulary.broken_cycles {
-        tracing::warn!(
-            "vocabulary cycle {:?} broken by dropping {} -> {}",
-            c.concepts,
-            c.dropped_edge.0,
-            c.dropped_edge.1
-        );
-    }
-    let fingerprint = link_fingerprint(&vocabulary, config);
-    let (linked, patterns, reuse) = match given {
-        Some(mentions) => {
+    let (vocabulary, linked, patterns, reuse, prepare_seconds) = match input {
+        LinkInput::Given(vocabulary, mentions) => {
+            warn_broken_cycles(&vocabulary);
+            let fingerprint = link_fingerprint(&vocabulary, config);
             let l = given_links(mentions, passages, corpus.num_documents());
             phase.bar.inc(passages.len() as u64);
             DocumentLinksWriter::create(writer, &fingerprint)?.finish(writer)?;
-            (l, None, LinkReuse::default())
+            (vocabulary, l, None, LinkReuse::default(), None)
         }
-        None => {
+        LinkInput::Prepared { prepared, .. } => {
+            let Prepared {
+                vocabulary,
+                linker,
+                fingerprint,
+                seconds,
+            } = *prepared;
             let parent = parent_root.and_then(|root| parent_links(root, &fingerprint));
-            let (l, patterns, reuse) = link_corpus(
+            let (l, reuse) = link_corpus(
                 corpus,
                 &vocabulary,
-                config,
+                &linker,
                 passages,
                 excluded_documents,
                 &fingerprint,
@@ -386,7 +443,8 @@ pub(crate) fn link(
                 writer,
                 &phase.bar,
             )?;
-            (l, Some(patterns), reuse)
+            let patterns = linker.num_patterns();
+            (vocabulary, l, Some(patterns), reuse, Some(seconds))
         }
     };
     let stats = LinkStats {
@@ -397,16 +455,16 @@ pub(crate) fn link(
         vocabulary_cycles_broken: vocabulary.broken_cycles.clone(),
         reuse,
     };
-    let message = match patterns {
-        Some(p) => format!(
-            "{} mentions, {} of {} documents linked, {p} patterns; {} documents' links taken from the parent run, {} linked",
+    let message = match (patterns, prepare_seconds) {
+        (Some(p), Some(compiled)) => format!(
+            "{} mentions, {} of {} documents linked, {p} patterns (compiled in {compiled:.1} s while the corpus was read); {} documents' links taken from the parent run, {} linked",
             stats.mentions,
             stats.linked_documents,
             corpus.num_documents(),
             reuse.reused_documents,
             reuse.linked_documents
         ),
-        None => format!(
+        _ => format!(
             "{} mentions given, {} of {} documents linked",
             stats.mentions,
             stats.linked_documents,

@@ -32,6 +32,13 @@ impl Phases {
 
     /// Starts phase `name`, of `len` units of work when known.
     pub(crate) fn start(&self, name: &'static str, len: Option<u64>) -> Phase {
+        self.start_at(name, len, Instant::now())
+    }
+
+    /// Starts phase `name`, of `len` units of work when known, with its clock started at
+    /// `started`: a phase that first waits for work done beside the previous one counts the
+    /// wait as its own.
+    pub(crate) fn start_at(&self, name: &'static str, len: Option<u64>, started: Instant) -> Phase {
         let target = if self.progress {
             ProgressDrawTarget::stderr()
         } else {
@@ -53,11 +60,7 @@ impl Phases {
         bar.set_prefix(name);
         bar.enable_steady_tick(Duration::from_millis(120));
         tracing::info!(phase = name, "start");
-        Phase {
-            name,
-            bar,
-            started: Instant::now(),
-        }
+        Phase { name, bar, started }
     }
 
     /// Ends `phase` with `msg`, recording its wall seconds.
