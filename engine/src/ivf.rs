@@ -26,6 +26,7 @@ use crate::embed::dot;
 
 mod assign;
 mod int8;
+mod screen;
 
 /// Fewest rows for which a run gets an IVF index. Below it, an exact scan is already cheap
 /// (8,192 × 384 floats = 12.6 MB, about a millisecond).
@@ -147,8 +148,10 @@ pub(super) fn nearest(centroids: &[f32], dim: usize, row: &[f32]) -> (u32, f32) 
     best
 }
 
-/// [`nearest`] of every row `row(i)` for `i < count`, in order, a block of rows at a time
-/// in parallel (see [`assign::nearest_block`]).
+/// [`nearest`] of every row `row(i)` for `i < count`, in order, in parallel: screened by
+/// int8 codes when there are at least [`screen::MIN_CELLS`] cells (see [`screen`]), else a
+/// block of rows at a time (see [`assign::nearest_block`]). Either way bit for bit
+/// [`nearest`]'s answers.
 fn nearest_all<'m>(
     centroids: &[f32],
     dim: usize,
@@ -156,6 +159,30 @@ fn nearest_all<'m>(
     row: impl Fn(usize) -> &'m [f32] + Sync,
 ) -> Vec<(u32, f32)> {
     use assign::BLOCK_ROWS;
+    if centroids.len() / dim.max(1) >= screen::MIN_CELLS
+        && let Some(screen) = screen::Screen::new(centroids, dim)
+    {
+        // Rows a task screens with one set of buffers.
+        const CHUNK: usize = 256;
+        return (0..count.div_ceil(CHUNK))
+            .into_par_iter()
+            .flat_map_iter(|b| {
+                let mut scratch = screen::Scratch::default();
+                let span = b * CHUNK..((b + 1) * CHUNK).min(count);
+                let mut out = Vec::with_capacity(span.len());
+                let mut i = span.start;
+                while i + screen::BLOCK <= span.end {
+                    let rows: [&[f32]; screen::BLOCK] = std::array::from_fn(|k| row(i + k));
+                    out.extend(screen.nearest(centroids, rows, &mut scratch));
+                    i += screen::BLOCK;
+                }
+                for i in i..span.end {
+                    out.extend(screen.nearest(centroids, [row(i)], &mut scratch));
+                }
+                out
+            })
+            .collect();
+    }
     (0..count.div_ceil(BLOCK_ROWS))
         .into_par_iter()
         .flat_map_iter(|b| {

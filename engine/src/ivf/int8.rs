@@ -81,6 +81,127 @@ pub(super) fn score_codes(
     score_codes_body(q, codes, scales, first, out)
 }
 
+/// Whether [`dots_vnni`] can run here: AVX-512 with its byte/word and VNNI extensions.
+pub(super) fn has_vnni() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::is_x86_feature_detected!("avx512bw") && std::is_x86_feature_detected!("avx512vnni")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+/// `q` as unsigned bytes, `q + 128` (the unsigned operand of [`dots_vnni`]).
+pub(super) fn offset_codes(q: &[i8], out: &mut Vec<u8>) {
+    out.clear();
+    out.extend(q.iter().map(|&v| (v as u8) ^ 0x80));
+}
+
+/// The sum of a code's values: `q · p = (q + 128) · p − 128 Σ p`.
+pub(super) fn code_sum(p: &[i8]) -> i32 {
+    p.iter().map(|&v| i32::from(v)).sum()
+}
+
+/// The integer dot products `q_r · codes[i]` of `R` rows with every code of `codes`
+/// (consecutive codes of `n` bytes, with their [`code_sum`]s in `sums`), given each row's
+/// `qu[r]` = [`offset_codes`]`(q_r)` of `n` bytes, written to `out[r]` (cleared first).
+///
+/// Exact: `vpdpbusd` adds four products of an unsigned and a signed byte into an `i32` lane
+/// without saturation, 64 products per instruction. Four codes meet the `R` rows together,
+/// so each 64-byte piece of a code is loaded once for `R` rows and `4R` sums are in flight.
+///
+/// # Safety
+/// The CPU must have AVX-512F, AVX-512BW and AVX-512 VNNI ([`has_vnni`]).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
+pub(super) unsafe fn dots_vnni<const R: usize>(
+    qu: [&[u8]; R],
+    codes: &[i8],
+    sums: &[i32],
+    out: &mut [Vec<i32>; R],
+) {
+    use std::arch::x86_64::{
+        __m512i, _mm_add_epi32, _mm_storeu_si128, _mm256_add_epi32, _mm256_castsi256_si128,
+        _mm256_extracti128_si256, _mm512_add_epi32, _mm512_castsi512_si256, _mm512_dpbusd_epi32,
+        _mm512_extracti64x4_epi64, _mm512_loadu_si512, _mm512_setzero_si512, _mm512_unpackhi_epi32,
+        _mm512_unpackhi_epi64, _mm512_unpacklo_epi32, _mm512_unpacklo_epi64,
+    };
+    let cells = sums.len();
+    for o in out.iter_mut() {
+        o.clear();
+    }
+    if cells == 0 {
+        return;
+    }
+    let n = codes.len() / cells;
+    assert!(
+        qu.iter().all(|q| q.len() == n) && codes.len() == n * cells,
+        "codes shape"
+    );
+    for o in out.iter_mut() {
+        o.clear();
+        o.resize(cells.next_multiple_of(4), 0);
+    }
+    let whole = n - n % 64;
+    let p = codes.as_ptr();
+    // Codes past the last are read as the last one (their sums are dropped).
+    let code_at = |c: usize| p.wrapping_add(c.min(cells - 1) * n);
+    let mut c = 0;
+    while c < cells {
+        let base = [code_at(c), code_at(c + 1), code_at(c + 2), code_at(c + 3)];
+        let mut acc: [[__m512i; 4]; R] = [[_mm512_setzero_si512(); 4]; R];
+        let mut o = 0;
+        while o < whole {
+            // SAFETY: `o + 64 <= whole <= n`; every `base[j]` starts a code of `n` bytes
+            // inside `codes`, and every row has `n` bytes (asserted).
+            unsafe {
+                let y = base.map(|b| _mm512_loadu_si512(b.add(o).cast()));
+                for (a, q) in acc.iter_mut().zip(&qu) {
+                    let x = _mm512_loadu_si512(q.as_ptr().add(o).cast());
+                    for (aj, yj) in a.iter_mut().zip(y) {
+                        *aj = _mm512_dpbusd_epi32(*aj, x, yj);
+                    }
+                }
+            }
+            o += 64;
+        }
+        for ((a, q), row_out) in acc.iter().zip(&qu).zip(out.iter_mut()) {
+            // The four sums at once: interleave and add (integer sums: any order is exact),
+            // then add the four 128-bit lanes.
+            let t0 = _mm512_add_epi32(
+                _mm512_unpacklo_epi32(a[0], a[1]),
+                _mm512_unpackhi_epi32(a[0], a[1]),
+            );
+            let t1 = _mm512_add_epi32(
+                _mm512_unpacklo_epi32(a[2], a[3]),
+                _mm512_unpackhi_epi32(a[2], a[3]),
+            );
+            let t = _mm512_add_epi32(_mm512_unpacklo_epi64(t0, t1), _mm512_unpackhi_epi64(t0, t1));
+            let h = _mm256_add_epi32(_mm512_castsi512_si256(t), _mm512_extracti64x4_epi64::<1>(t));
+            let four = _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256::<1>(h));
+            let mut raw = [0i32; 4];
+            // SAFETY: `raw` is four writable `i32`s.
+            unsafe { _mm_storeu_si128(raw.as_mut_ptr().cast(), four) };
+            for (j, r) in raw.iter().enumerate() {
+                let cell = (c + j).min(cells - 1);
+                let code = &codes[cell * n..(cell + 1) * n];
+                let tail: i32 = q[whole..]
+                    .iter()
+                    .zip(&code[whole..])
+                    .map(|(&x, &y)| i32::from(x) * i32::from(y))
+                    .sum();
+                row_out[c + j] = r + tail - 128 * sums[cell];
+            }
+        }
+        c += 4;
+    }
+    for o in out.iter_mut() {
+        o.truncate(cells);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -112,6 +233,53 @@ mod tests {
             let mut plain = Vec::new();
             score_codes_body(&q, &codes, &scales, 10, &mut plain);
             assert_eq!(got, plain, "dim {dim}");
+            #[cfg(target_arch = "x86_64")]
+            if has_vnni() {
+                // Five codes: a group of four and one alone.
+                let mut qu = Vec::new();
+                offset_codes(&q, &mut qu);
+                let sums: Vec<i32> = codes.chunks_exact(dim).map(code_sum).collect();
+                let want: Vec<i32> = codes.chunks_exact(dim).map(|c| reference(&q, c)).collect();
+                for cells in 1..=rows {
+                    let (codes, sums) = (&codes[..cells * dim], &sums[..cells]);
+                    let mut one = [vec![7]];
+                    // SAFETY: the CPU has the extensions (checked just above).
+                    unsafe { dots_vnni([&qu[..]], codes, sums, &mut one) };
+                    assert_eq!(one[0], want[..cells], "dim {dim}, {cells} codes");
+                    // Four rows: the same row, its negation, zeros and extremes.
+                    let rows4: [Vec<i8>; 4] = [
+                        q.clone(),
+                        q.iter().map(|&v| -v).collect(),
+                        vec![0; dim],
+                        (0..dim)
+                            .map(|i| if i % 2 == 0 { 127 } else { -127 })
+                            .collect(),
+                    ];
+                    let qu4: Vec<Vec<u8>> = rows4
+                        .iter()
+                        .map(|r| {
+                            let mut u = Vec::new();
+                            offset_codes(r, &mut u);
+                            u
+                        })
+                        .collect();
+                    let mut four: [Vec<i32>; 4] = Default::default();
+                    // SAFETY: as above.
+                    unsafe {
+                        dots_vnni(
+                            [&qu4[0][..], &qu4[1], &qu4[2], &qu4[3]],
+                            codes,
+                            sums,
+                            &mut four,
+                        )
+                    };
+                    for (r, got) in rows4.iter().zip(&four) {
+                        let want: Vec<i32> =
+                            codes.chunks_exact(dim).map(|c| reference(r, c)).collect();
+                        assert_eq!(*got, want, "dim {dim}, {cells} codes, four rows");
+                    }
+                }
+            }
             for (r, &(s, e)) in got.iter().enumerate() {
                 let want = scales[r] * reference(&q, &codes[r * dim..(r + 1) * dim]) as f32;
                 assert_eq!((s, e), (want, 10 + r as u32), "dim {dim} row {r}");
@@ -122,5 +290,17 @@ mod tests {
         let b = vec![-127i8; 384];
         assert_eq!(dot_i8(&a, &b), -127 * 127 * 384);
         assert_eq!(dot_i8(&[1; 20], &[-2; 20]), -40);
+        #[cfg(target_arch = "x86_64")]
+        if has_vnni() {
+            let mut qu = Vec::new();
+            for (x, y) in [(127i8, -127i8), (-127, -127), (-128, 127), (-128, -128)] {
+                let (a, b) = (vec![x; 384], vec![y; 384]);
+                offset_codes(&a, &mut qu);
+                let mut dots = [Vec::new()];
+                // SAFETY: the CPU has the extensions (checked just above).
+                unsafe { dots_vnni([&qu[..]], &b, &[code_sum(&b)], &mut dots) };
+                assert_eq!(dots[0], [i32::from(x) * i32::from(y) * 384]);
+            }
+        }
     }
 }
