@@ -17,6 +17,7 @@ use crate::query::evidence::{self, Evidence};
 pub use crate::query::theme::ThemeRequest;
 use crate::query::theme::{self, IndexState, Status, ThemeAnswer};
 use crate::query::{Deadline, Scope};
+use crate::retire::retire;
 use crate::snapshot::Snapshot;
 use crate::view::View;
 use crate::visibility::effective::EffectiveVisibility;
@@ -42,24 +43,6 @@ pub struct EngineConfig {
     /// `None`: `EMBEDDING_MODEL_PATH`, else the default location
     /// ([`default_model_path`](crate::embed::settings::default_model_path)).
     pub model_path: Option<PathBuf>,
-}
-
-/// Releases a swapped-out run off the query path: the last query holding it would otherwise
-/// pay for unmapping its files and freeing its indexes when its answer is done (milliseconds
-/// for a large run). A thread waits until nothing else holds the run, polling every 2 ms,
-/// then drops it; if no thread can be started the closure, and with it this reference, is
-/// dropped at once, and the run goes with its last holder, as any `Arc`.
-fn retire(old: Arc<Snapshot>) {
-    let spawned = std::thread::Builder::new()
-        .name("agrag-retire".into())
-        .spawn(move || {
-            while Arc::strong_count(&old) > 1 {
-                std::thread::sleep(std::time::Duration::from_millis(2));
-            }
-        });
-    if let Err(e) = spawned {
-        tracing::debug!("no thread to release the old run: {e}");
-    }
 }
 
 /// A run that [`Engine::reload`] refused: its id and the error that refused it, which names
@@ -126,6 +109,11 @@ impl Engine {
     /// validates it (at [`EngineConfig::verify`]) and swaps it in atomically. Queries in
     /// flight finish on the run they started with. Returns whether the served run changed.
     ///
+    /// When a run is already served, the visibility flags are resolved against the incoming
+    /// run on this thread before the swap (bitmaps, withdrawn communities and documents, the
+    /// run's passage → entity inverse when anything is hidden), so the first queries on it
+    /// do not wait for that work: the reload takes longer, the queries do not.
+    ///
     /// A refused run is logged (`tracing` warning with the reason) and recorded in
     /// [`last_refused`](Engine::last_refused); the run served before keeps serving.
     ///
@@ -150,13 +138,25 @@ impl Engine {
             }
             let snap =
                 Snapshot::open_run_verified(&self.layout.run_dir(&run_id), self.config.verify)?;
+            // A swap under load: the visibility of the incoming run is resolved here, so that
+            // the first query on it does not resolve it under the overlay's lock while every
+            // other query waits. A first open leaves it to the first query (opening stays
+            // cheap); a failure here leaves it to the first query too, which reports it.
+            if self.snapshot.load().is_some()
+                && let Err(e) = self.overlay.prepare(&snap, &self.layout.visibility_path())
+            {
+                tracing::debug!(
+                    "visibility of run {run_id} not prepared before the swap: {}",
+                    e.with_causes()
+                );
+            }
             // Clear the refusal before the new run becomes visible, so that nobody sees the new
             // run served next to the refusal it ends.
             if let Ok(mut r) = self.refused.lock() {
                 *r = None;
             }
             if let Some(old) = self.snapshot.swap(Some(Arc::new(snap))) {
-                retire(old);
+                retire(old, "the old run");
             }
             // The query embedder is kept: it is rebuilt only when a run needs another model
             // or dimension (see `QueryEmbedder::for_run`).
@@ -570,5 +570,39 @@ impl Drop for Watcher {
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::snapshot::PassageRow;
+    use crate::visibility::overlay::tests::write_run_of;
+
+    /// A reload under service resolves the flags against the incoming run before it is
+    /// served (the first query on it then resolves nothing); a first open leaves it to the
+    /// first query.
+    #[test]
+    fn a_swap_resolves_visibility_before_the_new_run_is_served() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = write_run_of(dir.path(), &["a", "b"]);
+        let engine = Engine::open(dir.path(), EngineConfig::default()).unwrap();
+        assert!(engine.overlay.for_test_cached_runs().is_empty());
+        engine
+            .set_visibility(Target::Passage, "b#0", Visibility::Hidden, None)
+            .unwrap();
+        assert_eq!(engine.view().unwrap().num_hidden(), 1);
+        assert_eq!(
+            engine.overlay.for_test_cached_runs(),
+            std::slice::from_ref(&a)
+        );
+
+        let b = write_run_of(dir.path(), &["a", "ab", "b"]);
+        assert!(engine.reload().unwrap());
+        assert_eq!(engine.overlay.for_test_cached_runs(), [b.clone(), a]);
+        let view = engine.view().unwrap();
+        assert_eq!(view.snapshot().unwrap().run_id(), b);
+        assert!(view.is_hidden(PassageRow(2)));
+        assert_eq!(view.num_hidden(), 1);
     }
 }

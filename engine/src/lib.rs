@@ -22,6 +22,7 @@ pub mod ivf;
 #[cfg(feature = "mcp")]
 pub mod mcp;
 pub mod query;
+mod retire;
 pub mod run_report;
 pub mod snapshot;
 pub(crate) mod store;

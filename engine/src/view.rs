@@ -1,12 +1,12 @@
 //! [`View`]: one snapshot plus the visibility that applies to it, held for a query's lifetime.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use roaring::RoaringBitmap;
 
 use crate::snapshot::{PassageRow, Snapshot};
 use crate::visibility::Visibility;
+use crate::visibility::overlay::Resolved;
 use crate::visibility::withdrawn::Withdrawn;
 
 /// What a query reads: an immutable snapshot (or none when the index is not ready) and the
@@ -14,10 +14,8 @@ use crate::visibility::withdrawn::Withdrawn;
 #[derive(Debug, Clone, Default)]
 pub struct View {
     pub(crate) snapshot: Option<Arc<Snapshot>>,
-    pub(crate) hidden: Arc<RoaringBitmap>,
-    pub(crate) hidden_documents: Arc<RoaringBitmap>,
-    pub(crate) states: Arc<HashMap<u32, Visibility>>,
-    pub(crate) withdrawn: Arc<Withdrawn>,
+    /// The store's flags resolved against `snapshot`, shared with the engine's cache.
+    pub(crate) visibility: Arc<Resolved>,
 }
 
 impl View {
@@ -28,17 +26,18 @@ impl View {
 
     /// Whether passage row `p` is hidden, deleted or superseded.
     pub fn is_hidden(&self, p: PassageRow) -> bool {
-        self.hidden.contains(p.0)
+        self.visibility.hidden.contains(p.0)
     }
 
     /// Documents (rows) whose own flag is hidden, deleted or superseded.
     pub(crate) fn hidden_documents(&self) -> &RoaringBitmap {
-        &self.hidden_documents
+        &self.visibility.hidden_documents
     }
 
     /// Effective visibility of passage row `p`.
     pub fn visibility(&self, p: PassageRow) -> Visibility {
-        self.states
+        self.visibility
+            .states
             .get(&p.0)
             .copied()
             .unwrap_or(Visibility::Visible)
@@ -47,16 +46,16 @@ impl View {
     /// What the passages that are not visible withdraw from retrieval (see
     /// [`withdrawn`](crate::visibility::withdrawn)).
     pub fn withdrawn(&self) -> &Withdrawn {
-        &self.withdrawn
+        &self.visibility.withdrawn
     }
 
     /// Passage rows that are not visible.
     pub(crate) fn hidden_passages(&self) -> &RoaringBitmap {
-        &self.hidden
+        &self.visibility.hidden
     }
 
     /// Number of passages that are not visible.
     pub fn num_hidden(&self) -> u64 {
-        self.hidden.len()
+        self.visibility.hidden.len()
     }
 }

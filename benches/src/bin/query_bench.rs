@@ -25,8 +25,8 @@ use agrag_engine::ivf::{CandidateSearch, Probe};
 use agrag_engine::query::theme::top_k;
 use agrag_engine::visibility::{Target, Visibility, VisibilityStore};
 use agrag_engine::{
-    ConceptRequest, ConceptSelector, Direction, Engine, EngineConfig, QueryInput, Scope,
-    ThemeRequest,
+    ConceptRequest, ConceptSelector, Direction, Engine, EngineConfig, PassageRow, QueryInput,
+    Scope, ThemeRequest,
 };
 
 fn percentile(sorted: &[f64], p: f64) -> f64 {
@@ -714,6 +714,11 @@ struct Cli {
     /// Swaps of the hot-swap table.
     #[arg(long, default_value_t = 20, value_name = "K")]
     swaps: usize,
+    /// Percentages of passages hidden in the visibility store during the hot-swap table, one
+    /// pass each, in ascending order (a service serves with some passages hidden: a swap then
+    /// also resolves the flags against the incoming run).
+    #[arg(long, value_delimiter = ',', default_value = "0,1", value_name = "PCT", value_parser = clap::value_parser!(u32).range(0..=100))]
+    swap_hidden: Vec<u32>,
     /// Query threads of the hot-swap table (the target names 4).
     #[arg(long, default_value_t = 4, value_name = "T", value_parser = clap::value_parser!(u16).range(1..=256))]
     swap_threads: u16,
@@ -739,6 +744,7 @@ fn main() {
             cli.vectors_per_community.unwrap_or(shipped),
             cli.swaps,
             usize::from(cli.swap_threads),
+            &cli.swap_hidden,
         );
         if keep.is_none() {
             let _ = std::fs::remove_dir_all(&dir);
@@ -833,9 +839,27 @@ impl SwapQuery {
     }
 }
 
+/// Hides every passage whose row in the served run of `layout` is below `pct` modulo 100, in
+/// the visibility store (the keys are the same in both runs of the hot-swap table).
+fn hide_passages(layout: &Layout, pct: u32) {
+    let engine = Engine::open(layout.root(), EngineConfig::default()).expect("open");
+    let view = engine.view().expect("view");
+    let snap = view.snapshot().expect("a run");
+    let mut store = VisibilityStore::open(&layout.visibility_path()).expect("store");
+    for p in 0..snap.num_passages() {
+        if (p % 100) < pct as usize {
+            let id = snap.passage(PassageRow(p as u32)).id();
+            store
+                .set(Target::Passage, &id, Visibility::Hidden, None)
+                .expect("hide");
+        }
+    }
+}
+
 /// A query of the hot-swap table that stalled over the target, with what explains it.
 struct StalledQuery {
     verify: &'static str,
+    hidden_pct: u32,
     phase: &'static str,
     own_stall_ms: f64,
     /// Steal of its CPU during it, for a query that ran alone on one CPU.
@@ -846,6 +870,7 @@ struct StalledQuery {
 /// The worst query near a swap, for one verification mode (milliseconds).
 struct SwapVerdict {
     verify: &'static str,
+    hidden_pct: u32,
     wall_max: f64,
     stall_max: f64,
     own_stall_max: f64,
@@ -875,7 +900,8 @@ impl StealSamples {
 /// `reload()` under load: two runs of `n` communities (`per_community` vectors each) under one
 /// root; `threads` threads run `search_themes` (vector given, IVF, limit 5) in a loop,
 /// first for a warm-up second and a baseline period of 3 s without swaps, then while the main thread moves `LATEST` to the
-/// other run and calls `reload()` `swaps` times (sizes verified, then checksums), 300 ms apart.
+/// other run and calls `reload()` `swaps` times (sizes verified, then checksums), 300 ms apart;
+/// once per percentage of `hidden_pcts` of passages hidden in the visibility store.
 /// A query's *stall* is its wall time less the time it waited for a core (run-queue wait, from
 /// the kernel's scheduler statistics): with more query threads than cores, any query may wait
 /// a scheduler slice whatever the engine does, while a query blocked by the engine (a lock,
@@ -885,7 +911,14 @@ impl StealSamples {
 /// that overlap a reload or start within 100 ms after it (the first queries on the new run), the
 /// reload's own duration, and whether the old run's files are unmapped once the last query
 /// holding it ends.
-fn hot_swap(root: &Path, n: usize, per_community: usize, swaps: usize, threads: usize) {
+fn hot_swap(
+    root: &Path,
+    n: usize,
+    per_community: usize,
+    swaps: usize,
+    threads: usize,
+    hidden_pcts: &[u32],
+) {
     use std::sync::Mutex;
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::time::Duration;
@@ -906,13 +939,24 @@ fn hot_swap(root: &Path, n: usize, per_community: usize, swaps: usize, threads: 
         "\n## Hot swap: reload() while {threads} threads query ({n} communities, {per_community} vectors each; search_themes, vector given, IVF, limit 5, support_limit 3)\n"
     );
     println!(
-        "| verify | queries | phase | wall p50 ms | wall p99 ms | wall p99.9 ms | wall max ms | wall over {TARGET_SWAP_STALL_MS} ms | stall p99.9 ms | stall max ms | stall over {TARGET_SWAP_STALL_MS} ms | own stall max ms | own stall over {TARGET_SWAP_STALL_MS} ms | CPU max ms | reload ms (median / max) |"
+        "| verify | hidden | queries | phase | wall p50 ms | wall p99 ms | wall p99.9 ms | wall max ms | wall over {TARGET_SWAP_STALL_MS} ms | stall p99.9 ms | stall max ms | stall over {TARGET_SWAP_STALL_MS} ms | own stall max ms | own stall over {TARGET_SWAP_STALL_MS} ms | CPU max ms | reload ms (median / max) |"
     );
-    println!("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|");
+    println!("|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|");
     let mut verdicts: Vec<SwapVerdict> = Vec::new();
     let mut stalls: Vec<StalledQuery> = Vec::new();
     let mut steal_lines: Vec<String> = Vec::new();
-    for verify in [Verify::Sizes, Verify::Checksums] {
+    let mut hidden_pcts = hidden_pcts.to_vec();
+    hidden_pcts.sort_unstable();
+    hidden_pcts.dedup();
+    let passes = hidden_pcts
+        .iter()
+        .flat_map(|&h| [(h, Verify::Sizes), (h, Verify::Checksums)]);
+    let mut flagged = 0;
+    for (hidden_pct, verify) in passes {
+        if hidden_pct > flagged {
+            hide_passages(&layout, hidden_pct);
+            flagged = hidden_pct;
+        }
         let engine = Engine::open(
             &dir,
             EngineConfig {
@@ -995,14 +1039,15 @@ fn hot_swap(root: &Path, n: usize, per_community: usize, swaps: usize, threads: 
             Verify::Sizes => "sizes",
             _ => "checksums",
         };
-        // A stall less what the hypervisor took from the query's own CPU while it ran there
-        // alone; the whole stall when the query moved, slept or was descheduled (then the
-        // stolen time cannot be told apart from another thread's).
-        let own_stall = |q: &SwapQuery| match q.ran_alone_on_one_cpu() {
-            Some(cpu) => steal
-                .during(cpu, q.start_us, q.end_us())
-                .map_or(q.stall_ms, |st| (q.stall_ms - st).max(0.0)),
-            None => q.stall_ms,
+        // The engine's own share of a query's time. A thread that never gave its core up (no
+        // voluntary switch, no major fault) was, over its wall time, either running, which its
+        // CPU time counts, or runnable without a core, or on a virtual CPU the hypervisor
+        // did not run (steal, host interrupts): only its CPU time is the engine's. A thread
+        // that slept (a lock, a futex, I/O) may have slept on the engine: all of its stall
+        // (wall less run-queue wait) counts.
+        let own_stall = |q: &SwapQuery| match q.counters {
+            Some(c) if c.voluntary_switches == 0 && c.major_faults == 0 => q.cpu_ms.min(q.stall_ms),
+            _ => q.stall_ms,
         };
         for (phase, during) in [("baseline, no swap", false), ("during a swap", true)] {
             let phase_records: Vec<&SwapQuery> = records
@@ -1040,7 +1085,7 @@ fn hot_swap(root: &Path, n: usize, per_community: usize, swaps: usize, threads: 
                 "–".to_owned()
             };
             println!(
-                "| {verify_name} | {} | {phase} | {:.3} | {:.3} | {:.3} | {:.3} | {} | {:.3} | {:.3} | {} | {:.3} | {} | {:.3} | {reload_cell} |",
+                "| {verify_name} | {hidden_pct} % | {} | {phase} | {:.3} | {:.3} | {:.3} | {:.3} | {} | {:.3} | {:.3} | {} | {:.3} | {} | {:.3} | {reload_cell} |",
                 wall.len(),
                 percentile(&wall, 0.5),
                 percentile(&wall, 0.99),
@@ -1060,6 +1105,7 @@ fn hot_swap(root: &Path, n: usize, per_community: usize, swaps: usize, threads: 
                     .filter(|q| q.stall_ms > TARGET_SWAP_STALL_MS)
                     .map(|q| StalledQuery {
                         verify: verify_name,
+                        hidden_pct,
                         phase,
                         own_stall_ms: own_stall(q),
                         steal_ms: q
@@ -1071,6 +1117,7 @@ fn hot_swap(root: &Path, n: usize, per_community: usize, swaps: usize, threads: 
             if during {
                 verdicts.push(SwapVerdict {
                     verify: verify_name,
+                    hidden_pct,
                     wall_max: wall[wall.len() - 1],
                     stall_max: stall[stall.len() - 1],
                     own_stall_max: own[own.len() - 1],
@@ -1089,7 +1136,7 @@ fn hot_swap(root: &Path, n: usize, per_community: usize, swaps: usize, threads: 
                 })
                 .collect();
             steal_lines.push(format!(
-                "{verify_name} verified: {} over {:.1} s",
+                "{verify_name} verified, {hidden_pct} % hidden: {} over {:.1} s",
                 per_cpu.join(", "),
                 (t1 - t0) as f64 / 1e6
             ));
@@ -1103,18 +1150,19 @@ fn hot_swap(root: &Path, n: usize, per_community: usize, swaps: usize, threads: 
         println!("- {line}");
     }
     println!(
-        "\nEach query that stalled over {TARGET_SWAP_STALL_MS} ms (longest 40): the thread's counters over the query; *own stall* is the stall less the steal of its CPU during it, for a query that ran start to end on one CPU without a switch or a major fault (else the whole stall):\n"
+        "\nEach query that stalled over {TARGET_SWAP_STALL_MS} ms (longest 40): the thread's counters over the query; *own stall* is the query's CPU time when it never gave its core up (no voluntary switch, no major fault), else the whole stall; the steal column is that of its CPU when it ran start to end on one:\n"
     );
     println!(
-        "| verify | phase | wall ms | stall ms | own stall ms | thread CPU ms | run-queue wait ms | voluntary / involuntary switches | minor / major faults | CPU (first → last) | steal of that CPU during it ms |"
+        "| verify | hidden | phase | wall ms | stall ms | own stall ms | thread CPU ms | run-queue wait ms | voluntary / involuntary switches | minor / major faults | CPU (first → last) | steal of that CPU during it ms |"
     );
-    println!("|---|---|---:|---:|---:|---:|---:|---|---|---|---:|");
+    println!("|---|---:|---|---:|---:|---:|---:|---:|---|---|---|---:|");
     stalls.sort_by(|a, b| b.query.stall_ms.total_cmp(&a.query.stall_ms));
     for row in stalls.iter().take(40) {
         let (q, c) = (&row.query, row.query.counters.unwrap_or_default());
         println!(
-            "| {} | {} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} | {} / {} | {} / {} | {} → {} | {} |",
+            "| {} | {} % | {} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} | {} / {} | {} / {} | {} → {} | {} |",
             row.verify,
+            row.hidden_pct,
             row.phase,
             q.wall_ms,
             q.stall_ms,
@@ -1165,6 +1213,7 @@ fn hot_swap(root: &Path, n: usize, per_community: usize, swaps: usize, threads: 
     for v in verdicts {
         let SwapVerdict {
             verify,
+            hidden_pct,
             wall_max,
             stall_max,
             own_stall_max,
@@ -1172,12 +1221,12 @@ fn hot_swap(root: &Path, n: usize, per_community: usize, swaps: usize, threads: 
         } = v;
         if measured_waits {
             println!(
-                "- no query stalls more than {TARGET_SWAP_STALL_MS} ms during a swap ({verify} verified): own stall (wall less run-queue wait, less the steal of its CPU for a query that ran alone on one) max {own_stall_max:.3} ms: {}; stall max {stall_max:.3} ms, wall max {wall_max:.3} ms, thread CPU max {cpu_max:.3} ms",
+                "- no query stalls more than {TARGET_SWAP_STALL_MS} ms during a swap ({verify} verified, {hidden_pct} % hidden): own stall (a query's CPU time when it never slept, else its wall less run-queue wait) max {own_stall_max:.3} ms: {}; stall max {stall_max:.3} ms, wall max {wall_max:.3} ms, thread CPU max {cpu_max:.3} ms",
                 verdict(own_stall_max <= TARGET_SWAP_STALL_MS)
             );
         } else {
             println!(
-                "- no query stalls more than {TARGET_SWAP_STALL_MS} ms during a swap ({verify} verified): wall max {wall_max:.3} ms (no scheduler statistics here to take out waiting for a core; thread CPU max {cpu_max:.3} ms): {}",
+                "- no query stalls more than {TARGET_SWAP_STALL_MS} ms during a swap ({verify} verified, {hidden_pct} % hidden): wall max {wall_max:.3} ms (no scheduler statistics here to take out waiting for a core; thread CPU max {cpu_max:.3} ms): {}",
                 verdict(wall_max <= TARGET_SWAP_STALL_MS)
             );
         }

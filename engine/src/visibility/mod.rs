@@ -211,10 +211,10 @@ impl VisibilityStore {
     /// # Errors
     /// [`EngineError::Visibility`] when the read fails.
     pub fn version(&self) -> Result<i64> {
+        // Every query reads the version: the statement is compiled once per connection.
         self.conn
-            .query_row("SELECT value FROM meta WHERE name = 'version'", [], |r| {
-                r.get(0)
-            })
+            .prepare_cached("SELECT value FROM meta WHERE name = 'version'")
+            .and_then(|mut st| st.query_row([], |r| r.get(0)))
             .map_err(|e| self.err(e))
     }
 
