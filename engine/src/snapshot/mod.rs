@@ -761,7 +761,7 @@ mod tests {
 
     use super::*;
     use crate::embed::{Embedder, HashEmbedder};
-    use crate::format::tables::{ConceptRecord, DocumentRecord, PassageRecord};
+    use crate::format::tables::{ConceptRecord, for_test_one_passage_documents};
     use crate::format::{RunData, new_run_id, write_run};
 
     /// The precomputed postings equal the postings built from `document_concepts` rows, so
@@ -780,25 +780,6 @@ mod tests {
             ("mesh", "d", "C3"),
         ];
         let data = RunData {
-            documents: keys
-                .iter()
-                .map(|k| DocumentRecord {
-                    key: (*k).into(),
-                    title: format!("title {k}"),
-                    year: None,
-                    num_passages: 1,
-                    linked: true,
-                })
-                .collect(),
-            passages: keys
-                .iter()
-                .map(|k| PassageRecord {
-                    passage_id: format!("{k}#0"),
-                    document_key: (*k).into(),
-                    position: 0,
-                    text: format!("text {k}"),
-                })
-                .collect(),
             concepts: ["C1", "C2", "C3"]
                 .iter()
                 .map(|c| ConceptRecord {
@@ -816,11 +797,7 @@ mod tests {
                 .iter()
                 .map(|(c, p, r)| ((*c).into(), (*p).into(), (*r).into()))
                 .collect(),
-            document_embeddings: keys
-                .iter()
-                .flat_map(|k| embedder.embed(k).unwrap())
-                .collect(),
-            ..RunData::default()
+            ..for_test_one_passage_documents(&keys, true, &embedder)
         };
         let layout = Layout::new(dir.path());
         let run_id = new_run_id();

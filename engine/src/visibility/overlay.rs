@@ -280,40 +280,15 @@ impl Overlay {
 pub(crate) mod tests {
     use super::*;
     use crate::embed::{Embedder, HashEmbedder};
-    use crate::format::tables::{DocumentRecord, PassageRecord};
-    use crate::format::{Layout, RunData, new_run_id, write_run};
+    use crate::format::tables::for_test_one_passage_documents;
+    use crate::format::{Layout, new_run_id, write_run};
     use crate::snapshot::PassageRow;
 
     /// Writes a run of documents `keys`, one passage `<key>#0` each, under `root` (and
     /// points `LATEST` at it); returns its id.
     pub(crate) fn write_run_of(root: &Path, keys: &[&str]) -> String {
         let embedder = HashEmbedder::new(8);
-        let data = RunData {
-            documents: keys
-                .iter()
-                .map(|k| DocumentRecord {
-                    key: (*k).into(),
-                    title: format!("title {k}"),
-                    year: None,
-                    num_passages: 1,
-                    linked: false,
-                })
-                .collect(),
-            passages: keys
-                .iter()
-                .map(|k| PassageRecord {
-                    passage_id: format!("{k}#0"),
-                    document_key: (*k).into(),
-                    position: 0,
-                    text: format!("text {k}"),
-                })
-                .collect(),
-            document_embeddings: keys
-                .iter()
-                .flat_map(|k| embedder.embed(k).unwrap())
-                .collect(),
-            ..RunData::default()
-        };
+        let data = for_test_one_passage_documents(keys, false, &embedder);
         let layout = Layout::new(root);
         let run_id = new_run_id();
         write_run(
@@ -336,6 +311,16 @@ pub(crate) mod tests {
         Arc::new(Snapshot::open_run(&Layout::new(root).run_dir(&run_id)).unwrap())
     }
 
+    /// A store at `<dir>/visibility.sqlite` in which passage `b#0` is hidden.
+    fn store_hiding_b(dir: &Path) -> (std::path::PathBuf, VisibilityStore) {
+        let path = dir.join("visibility.sqlite");
+        let mut store = VisibilityStore::open(&path).unwrap();
+        store
+            .set(Target::Passage, "b#0", Visibility::Hidden, None)
+            .unwrap();
+        (path, store)
+    }
+
     fn hidden_ids(view: &View) -> Vec<String> {
         let snap = view.snapshot().unwrap();
         view.hidden_passages()
@@ -349,11 +334,7 @@ pub(crate) mod tests {
     #[test]
     fn the_first_view_of_a_prepared_run_takes_what_was_resolved() {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("visibility.sqlite");
-        let mut store = VisibilityStore::open(&path).unwrap();
-        store
-            .set(Target::Passage, "b#0", Visibility::Hidden, None)
-            .unwrap();
+        let (path, _store) = store_hiding_b(dir.path());
         let old = open_run(dir.path(), &["a", "b"]);
         let overlay = Overlay::default();
         let served = overlay.view(Some(old.clone()), &path).unwrap();
@@ -397,11 +378,7 @@ pub(crate) mod tests {
     #[test]
     fn a_flag_set_after_preparing_is_seen_by_the_first_view() {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("visibility.sqlite");
-        let mut store = VisibilityStore::open(&path).unwrap();
-        store
-            .set(Target::Passage, "b#0", Visibility::Hidden, None)
-            .unwrap();
+        let (path, mut store) = store_hiding_b(dir.path());
         let old = open_run(dir.path(), &["a", "b"]);
         let overlay = Overlay::default();
         overlay.view(Some(old), &path).unwrap();

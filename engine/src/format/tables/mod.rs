@@ -1006,6 +1006,43 @@ pub fn write_run<'a>(
     )
 }
 
+/// A run of documents `keys` (in that order), each with title `title <key>` and one passage
+/// `<key>#0` reading `text <key>`, its vector the embedding of the key; nothing else. Tests
+/// add what they need with `..`.
+#[cfg(test)]
+pub(crate) fn for_test_one_passage_documents(
+    keys: &[&str],
+    linked: bool,
+    embedder: &dyn crate::embed::Embedder,
+) -> RunData {
+    RunData {
+        documents: keys
+            .iter()
+            .map(|k| DocumentRecord {
+                key: (*k).into(),
+                title: format!("title {k}"),
+                year: None,
+                num_passages: 1,
+                linked,
+            })
+            .collect(),
+        passages: keys
+            .iter()
+            .map(|k| PassageRecord {
+                passage_id: format!("{k}#0"),
+                document_key: (*k).into(),
+                position: 0,
+                text: format!("text {k}"),
+            })
+            .collect(),
+        document_embeddings: keys
+            .iter()
+            .flat_map(|k| embedder.embed(k).expect("the test embedder embeds"))
+            .collect(),
+        ..RunData::default()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
