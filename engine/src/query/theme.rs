@@ -401,7 +401,12 @@ pub(crate) fn search(
                 .as_ref()
                 .is_none_or(|s| s.contains(&snap.passage(p).document()))
     };
-    let mut themes = Vec::new();
+    let mut themes = Vec::with_capacity(limit.min(candidates.len()));
+    // Reused for every candidate, so a query allocates them once whatever the window's size:
+    // with the system allocator an allocation can wait on a lock another thread holds.
+    let mut per_passage: HashMap<PassageRow, u32> = HashMap::new();
+    let mut named: Vec<(EntityId, u32)> = Vec::new(); // (entity, supporting passages)
+    let mut passages: Vec<(PassageRow, u32)> = Vec::new();
     for &(c, score) in &candidates {
         if themes.len() == limit {
             break;
@@ -415,8 +420,8 @@ pub(crate) fn search(
             continue;
         }
         let community = snap.community(CommunityRow(c));
-        let mut per_passage: HashMap<PassageRow, u32> = HashMap::new();
-        let mut named: Vec<(EntityId, u32)> = Vec::new(); // (entity, supporting passages)
+        per_passage.clear();
+        named.clear();
         for e in community.members() {
             let mut n = 0u32;
             for p in snap.entity(e).passages() {
@@ -441,7 +446,8 @@ pub(crate) fn search(
                 )
                 .then(snap.entity(a.0).name().cmp(snap.entity(b.0).name()))
         });
-        let mut passages: Vec<(PassageRow, u32)> = per_passage.into_iter().collect();
+        passages.clear();
+        passages.extend(per_passage.drain());
         passages.sort_by(|a, b| {
             b.1.cmp(&a.1)
                 .then(
@@ -462,8 +468,8 @@ pub(crate) fn search(
                 .map(|&(e, _)| snap.entity(e).name().to_owned())
                 .collect(),
             passages: passages
-                .into_iter()
-                .map(|(p, n)| ThemePassage {
+                .iter()
+                .map(|&(p, n)| ThemePassage {
                     evidence_id: snap.passage(p).id(),
                     document_key: snap.passage(p).document_key().to_owned(),
                     location: Location {
