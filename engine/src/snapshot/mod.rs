@@ -761,8 +761,10 @@ mod tests {
 
     use super::*;
     use crate::embed::{Embedder, HashEmbedder};
-    use crate::format::tables::{ConceptRecord, for_test_one_passage_documents};
-    use crate::format::{RunData, new_run_id, write_run};
+    use crate::format::tables::{
+        ConceptRecord, for_test_one_passage_documents, for_test_write_run,
+    };
+    use crate::format::{RunData, new_run_id};
 
     /// The precomputed postings equal the postings built from `document_concepts` rows, so
     /// runs without the file (older runs) answer the same.
@@ -801,16 +803,7 @@ mod tests {
         };
         let layout = Layout::new(dir.path());
         let run_id = new_run_id();
-        write_run(
-            &layout,
-            &run_id,
-            &data,
-            embedder.identity(),
-            serde_json::json!({}),
-            "test".into(),
-            serde_json::json!({}),
-        )
-        .unwrap();
+        for_test_write_run(&layout, &run_id, &data, embedder.identity());
         let run = layout.run_dir(&run_id);
         let snap = Snapshot::open_run(&run).unwrap();
         let docs: HashMap<String, u32> = keys

@@ -280,8 +280,8 @@ impl Overlay {
 pub(crate) mod tests {
     use super::*;
     use crate::embed::{Embedder, HashEmbedder};
-    use crate::format::tables::for_test_one_passage_documents;
-    use crate::format::{Layout, new_run_id, write_run};
+    use crate::format::tables::{for_test_one_passage_documents, for_test_write_run};
+    use crate::format::{Layout, new_run_id};
     use crate::snapshot::PassageRow;
 
     /// Writes a run of documents `keys`, one passage `<key>#0` each, under `root` (and
@@ -291,16 +291,7 @@ pub(crate) mod tests {
         let data = for_test_one_passage_documents(keys, false, &embedder);
         let layout = Layout::new(root);
         let run_id = new_run_id();
-        write_run(
-            &layout,
-            &run_id,
-            &data,
-            embedder.identity(),
-            serde_json::json!({}),
-            "test".into(),
-            serde_json::json!({}),
-        )
-        .unwrap();
+        for_test_write_run(&layout, &run_id, &data, embedder.identity());
         layout.write_latest(&run_id).unwrap();
         run_id
     }

@@ -1006,6 +1006,27 @@ pub fn write_run<'a>(
     )
 }
 
+/// Writes `data` as run `run_id` under `layout` with `embedder`'s identity and empty
+/// parameters and statistics, as tests do (`LATEST` is left alone).
+#[cfg(test)]
+pub(crate) fn for_test_write_run(
+    layout: &Layout,
+    run_id: &str,
+    data: &RunData,
+    embedder: &EmbedderIdentity,
+) -> Manifest {
+    write_run(
+        layout,
+        run_id,
+        data,
+        embedder,
+        serde_json::json!({}),
+        "test".into(),
+        serde_json::json!({}),
+    )
+    .expect("the test run is written")
+}
+
 /// A run of documents `keys` (in that order), each with title `title <key>` and one passage
 /// `<key>#0` reading `text <key>`, its vector the embedding of the key; nothing else. Tests
 /// add what they need with `..`.
@@ -1249,16 +1270,7 @@ mod tests {
         let embedder = HashEmbedder::new(8);
         let data = tricky_run(&embedder);
         let layout = Layout::new(root);
-        write_run(
-            &layout,
-            RUN_ID,
-            &data,
-            embedder.identity(),
-            serde_json::json!({}),
-            "test".into(),
-            serde_json::json!({}),
-        )
-        .unwrap();
+        for_test_write_run(&layout, RUN_ID, &data, embedder.identity());
         (data, layout)
     }
 
