@@ -332,11 +332,12 @@ impl fmt::Display for DetectGraphReport {
         )?;
         writeln!(
             f,
-            "  {} / {}: resolution {}, randomness {}, seed {}, max_cluster_size {}, max_levels {}, {} threads",
+            "  {} / {}: resolution {}, randomness {}, tolerance {}, seed {}, max_cluster_size {}, max_levels {}, {} threads",
             c.algorithm,
             c.objective,
             c.resolution,
             c.randomness,
+            c.tolerance,
             c.seed,
             c.max_cluster_size,
             c.max_levels,

@@ -289,14 +289,21 @@ fn bad_input_fails_clearly_and_publishes_nothing() {
         assert_nothing_published(&root);
     }
     // A bad parameter is named too.
-    let out = pipeline_bin()
-        .args(["run", "--resolution", "-1", "--root"])
-        .arg(&root)
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("resolution"));
-    assert_nothing_published(&root);
+    for (option, value, named) in [
+        ("--resolution", "-1", "resolution"),
+        ("--tolerance", "-0.5", "tolerance"),
+        ("--tolerance", "NaN", "tolerance"),
+    ] {
+        let out = pipeline_bin()
+            .args(["run", option, value, "--root"])
+            .arg(&root)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{option} {value}: {stderr}");
+        assert!(stderr.contains(named), "{option} {value}: {stderr}");
+        assert_nothing_published(&root);
+    }
 }
 
 #[test]
@@ -343,6 +350,7 @@ fn help_shows_the_default_of_every_detection_option() {
             ("--seed", d.seed.to_string()),
             ("--resolution", d.resolution.to_string()),
             ("--randomness", d.randomness.to_string()),
+            ("--tolerance", d.tolerance.to_string()),
             ("--max-cluster-size", d.max_cluster_size.to_string()),
             ("--max-levels", d.max_levels.to_string()),
             ("--objective", "modularity".to_owned()),
