@@ -127,27 +127,14 @@ impl Overlay {
         let Some(snap) = snapshot.as_ref() else {
             return Ok(View::default());
         };
-        let store = self.borrow(path)?;
-        let version = match &store {
-            Some(s) => s.store().version()?,
-            None => 0,
-        };
+        let borrowed = self.borrow(path)?;
+        let store = borrowed.as_ref().map(Borrowed::store);
+        let version = version_of(store)?;
         let resolved = match self.find(snap, version) {
             Some(r) => r,
-            None => {
-                let _one_at_a_time = lock(&self.resolving)?;
-                match self.find(snap, version) {
-                    Some(r) => r,
-                    None => {
-                        let store = store.as_ref().map(Borrowed::store);
-                        let r = Arc::new(Resolved::build(snap, store, version)?);
-                        self.file(r.clone());
-                        r
-                    }
-                }
-            }
+            None => self.resolve_once(snap, store, version)?,
         };
-        drop(store);
+        drop(borrowed);
         Ok(View {
             snapshot,
             visibility: resolved,
@@ -170,10 +157,7 @@ impl Overlay {
         let store = store.as_ref().map(Borrowed::store);
         // The version is read before the flags: what is resolved is then at least as new as
         // the version it is filed under, never older.
-        let version = match store {
-            Some(store) => store.version()?,
-            None => 0,
-        };
+        let version = version_of(store)?;
         let resolved = Resolved::build(snap, store, version)?;
         if let Err(e) = resolved.withdrawn.text_overlay(snap, &resolved.hidden) {
             // Kept in the `Withdrawn`: the query that needs the overlay reports it.
@@ -197,6 +181,24 @@ impl Overlay {
             overlay: self,
             store: Some(store),
         }))
+    }
+
+    /// The resolution of `snap` at `version`, made from `store` unless another query made
+    /// it while this one waited: one query at a time resolves, and the others that need the
+    /// same resolution take it when their turn comes.
+    fn resolve_once(
+        &self,
+        snap: &Snapshot,
+        store: Option<&VisibilityStore>,
+        version: i64,
+    ) -> Result<Arc<Resolved>> {
+        let _one_at_a_time = lock(&self.resolving)?;
+        if let Some(r) = self.find(snap, version) {
+            return Ok(r);
+        }
+        let r = Arc::new(Resolved::build(snap, store, version)?);
+        self.file(r.clone());
+        Ok(r)
     }
 
     /// The cached resolution of `snap` at `version`.
@@ -223,6 +225,11 @@ impl Overlay {
             retire(r, "a visibility resolution");
         }
     }
+}
+
+/// The version of `store`; 0 when there is none (nothing hidden).
+fn version_of(store: Option<&VisibilityStore>) -> Result<i64> {
+    store.map_or(Ok(0), VisibilityStore::version)
 }
 
 fn lock<T>(m: &Mutex<T>) -> Result<MutexGuard<'_, T>> {

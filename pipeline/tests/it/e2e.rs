@@ -254,6 +254,21 @@ fn assert_nothing_published(root: &Path) {
     }
 }
 
+/// Runs `agrag-pipeline run --root ROOT ARGS`, checks that it exits 2 and publishes nothing,
+/// and returns what it wrote to stderr. `case` names the run in a failed assertion.
+fn refused_run(root: &Path, args: &[&std::ffi::OsStr], case: &str) -> String {
+    let out = pipeline_bin()
+        .args(["run", "--root"])
+        .arg(root)
+        .args(args)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(2), "{case}: {stderr}");
+    assert_nothing_published(root);
+    stderr
+}
+
 #[test]
 fn bad_input_fails_clearly_and_publishes_nothing() {
     let dir = tempfile::tempdir().unwrap();
@@ -270,23 +285,19 @@ fn bad_input_fails_clearly_and_publishes_nothing() {
         if i > 0 {
             std::fs::write(&docs, content).unwrap();
         }
-        let out = pipeline_bin()
-            .args(["run", "--root"])
-            .arg(&root)
-            .arg("--documents")
-            .arg(&docs)
-            .arg("--vocabulary")
-            .arg(&vocab)
-            .output()
-            .unwrap();
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "case {i}: {stderr}");
-        assert!(stderr.contains(expected), "case {i}: {stderr}");
-        assert!(
-            stderr.contains("nothing was published"),
-            "case {i}: {stderr}"
+        let case = format!("case {i}");
+        let stderr = refused_run(
+            &root,
+            &[
+                "--documents".as_ref(),
+                docs.as_os_str(),
+                "--vocabulary".as_ref(),
+                vocab.as_os_str(),
+            ],
+            &case,
         );
-        assert_nothing_published(&root);
+        assert!(stderr.contains(expected), "{case}: {stderr}");
+        assert!(stderr.contains("nothing was published"), "{case}: {stderr}");
     }
     // A bad parameter is named too.
     for (option, value, named) in [
@@ -294,15 +305,9 @@ fn bad_input_fails_clearly_and_publishes_nothing() {
         ("--tolerance", "-0.5", "tolerance"),
         ("--tolerance", "NaN", "tolerance"),
     ] {
-        let out = pipeline_bin()
-            .args(["run", option, value, "--root"])
-            .arg(&root)
-            .output()
-            .unwrap();
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{option} {value}: {stderr}");
-        assert!(stderr.contains(named), "{option} {value}: {stderr}");
-        assert_nothing_published(&root);
+        let case = format!("{option} {value}");
+        let stderr = refused_run(&root, &[option.as_ref(), value.as_ref()], &case);
+        assert!(stderr.contains(named), "{case}: {stderr}");
     }
 }
 
