@@ -11,7 +11,7 @@ use agrag_engine::format::tables::{
     ReportVectors,
 };
 use agrag_engine::format::{
-    Layout, Manifest, RunColumns, RunLookups, RunWriter, write_run_columns_into,
+    Layout, Manifest, PendingTextIndex, RunColumns, RunLookups, RunWriter, write_run_columns_into,
 };
 
 use crate::error::{PipelineError, Result};
@@ -27,7 +27,6 @@ pub type ConceptEvidence = (u32, u32, u32, Option<u32>);
 
 /// Everything a run publishes. Documents must be sorted by key (passage order follows).
 /// Passage rows are the corpus's passages in document order.
-#[derive(Debug)]
 pub struct RunTables<'a> {
     /// The corpus, documents sorted by key.
     pub corpus: &'a CorpusColumns,
@@ -65,6 +64,21 @@ pub struct RunTables<'a> {
     pub document_embeddings: agrag_engine::format::staged::RowBuffer,
     /// Identity of the embedder.
     pub embedder: EmbedderIdentity,
+    /// The full-text index, when built beside the stages (see
+    /// [`RunColumns::text_index`](agrag_engine::format::RunColumns)); `None` builds it at
+    /// publish, beside the tables.
+    pub text_index: Option<PendingTextIndex<'a>>,
+}
+
+impl std::fmt::Debug for RunTables<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunTables")
+            .field("documents", &self.corpus.num_documents())
+            .field("communities", &self.hierarchy.communities.len())
+            .field("embedder", &self.embedder)
+            .field("text_index_built_beside", &self.text_index.is_some())
+            .finish_non_exhaustive()
+    }
 }
 
 /// Passage text handed to the writers between two releases of the corpus's mapped pages.
@@ -221,6 +235,7 @@ pub fn publish(
             .collect(),
         report_embeddings: tables.report_vectors,
         document_embeddings: tables.document_embeddings,
+        text_index: tables.text_index,
     };
     let run_id = writer.run_id().to_owned();
     let manifest = write_run_columns_into(

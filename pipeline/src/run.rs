@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use agrag_engine::embed::Embedder;
-use agrag_engine::format::{Layout, RunWriter, new_run_id};
+use agrag_engine::format::{Layout, RunWriter, TextIndexJob, new_run_id};
 use serde::Serialize;
 
 use crate::detect::Detected;
@@ -304,7 +304,7 @@ fn run_in_pool(cfg: &RunConfig, sources: &Sources) -> Result<RunSummary> {
     // text goes to a scratch file as it is read, the title and passage vectors as they are
     // made.
     let run_id = new_run_id();
-    let mut writer = RunWriter::create(&layout, &run_id)?;
+    let writer = RunWriter::create(&layout, &run_id)?;
 
     // The vocabulary is loaded and its linker compiled while the corpus is read (an index
     // brings its own vocabulary, and needs no linker). Ingest's error, if any, comes first.
@@ -328,111 +328,128 @@ fn run_in_pool(cfg: &RunConfig, sources: &Sources) -> Result<RunSummary> {
         index,
         stats: ingest_stats,
     } = ingested?;
-    let flags = RunFlags::read(&layout)?;
-    let passages = PassageTable::new(&corpus, &flags);
-    let (index_vocabulary, given) = match index {
-        Some(IndexInputs { vocabulary, graph }) => (Some(vocabulary), Some(graph)),
-        None => (None, None),
-    };
-    let input = match (index_vocabulary, given.as_ref(), prepared) {
-        (Some(vocabulary), Some(g), _) => LinkInput::Given(vocabulary, g.mentions.as_slice()),
-        (_, _, Some((prepared, since))) => LinkInput::Prepared {
-            prepared: Box::new(prepared?),
-            since,
-        },
-        // Ingest gives an index exactly when the sources name one, and then nothing is
-        // prepared.
-        _ => unreachable!("either an index's vocabulary or a prepared linker"),
-    };
-    let mut linked = stages::link::link(
-        &cfg.link,
-        input,
-        &corpus,
-        &passages,
-        &flags.excluded_documents,
-        (!cfg.full).then_some(&layout),
-        &mut writer,
-        &mut phases,
-    )?;
-    let num_concepts = linked.vocabulary.len();
-    let (graph, csr) = stages::graph::graph(
-        std::mem::take(&mut linked.linked.mentions),
-        std::mem::take(&mut linked.linked.occurrences),
-        given.map(|g| GivenEdges {
-            num_concepts,
-            edges: g.edges,
-        }),
-        &mut phases,
-    )?;
-    let mut parent = Parent::read(&layout);
-    let detected = stages::detect::detect(
-        cfg,
-        sources,
-        &graph,
-        csr,
-        &linked,
-        corpus.num_documents(),
-        &parent,
-        &mut phases,
-    )?;
-    if let Some(previous) = parent.run.as_mut() {
-        previous.keep_only_vectors();
-    }
-    let reported = stages::report::report(
-        cfg,
-        &detected.detected.hierarchy,
-        &graph,
-        &linked.vocabulary,
-        &passages,
-        &mut phases,
-    )?;
-    let reuse = parent.run.as_ref().map(|previous| Reuse {
-        previous,
-        community_ids: &detected.community_ids,
-    });
-    let embedded = stages::embed::embed(
-        cfg,
-        &corpus,
-        &passages,
-        &reported,
-        reuse,
-        &mut writer,
-        &mut phases,
-    )?;
-    drop(parent);
-    let num_excluded = passages.num_excluded();
-    drop(passages);
+    let cancel_text_index = std::sync::atomic::AtomicBool::new(false);
+    let text_index = TextIndexJob::new(&writer);
+    std::thread::scope(|scope| {
+        // Declared first, so dropped last: on an error the text index's wait, dropped
+        // before it, stops the build before the writer removes the staging folder.
+        let writer = writer;
+        let text_index = stages::text_index::spawn(scope, text_index, &corpus, &cancel_text_index);
+        let flags = RunFlags::read(&layout)?;
+        let passages = PassageTable::new(&corpus, &flags);
+        let (index_vocabulary, given) = match index {
+            Some(IndexInputs { vocabulary, graph }) => (Some(vocabulary), Some(graph)),
+            None => (None, None),
+        };
+        let input = match (index_vocabulary, given.as_ref(), prepared) {
+            (Some(vocabulary), Some(g), _) => LinkInput::Given(vocabulary, g.mentions.as_slice()),
+            (_, _, Some((prepared, since))) => LinkInput::Prepared {
+                prepared: Box::new(prepared?),
+                since,
+            },
+            // Ingest gives an index exactly when the sources name one, and then nothing is
+            // prepared.
+            _ => unreachable!("either an index's vocabulary or a prepared linker"),
+        };
+        let mut linked = stages::link::link(
+            &cfg.link,
+            input,
+            &corpus,
+            &passages,
+            &flags.excluded_documents,
+            (!cfg.full).then_some(&layout),
+            &writer,
+            &mut phases,
+        )?;
+        let num_concepts = linked.vocabulary.len();
+        let (graph, csr) = stages::graph::graph(
+            std::mem::take(&mut linked.linked.mentions),
+            std::mem::take(&mut linked.linked.occurrences),
+            given.map(|g| GivenEdges {
+                num_concepts,
+                edges: g.edges,
+            }),
+            &mut phases,
+        )?;
+        let mut parent = Parent::read(&layout);
+        let detected = stages::detect::detect(
+            cfg,
+            sources,
+            &graph,
+            csr,
+            &linked,
+            corpus.num_documents(),
+            &parent,
+            &mut phases,
+        )?;
+        if let Some(previous) = parent.run.as_mut() {
+            previous.keep_only_vectors();
+        }
+        let reported = stages::report::report(
+            cfg,
+            &detected.detected.hierarchy,
+            &graph,
+            &linked.vocabulary,
+            &passages,
+            &mut phases,
+        )?;
+        let reuse = parent.run.as_ref().map(|previous| Reuse {
+            previous,
+            community_ids: &detected.community_ids,
+        });
+        let embedded = stages::embed::embed(
+            cfg,
+            &corpus,
+            &passages,
+            &reported,
+            reuse,
+            &writer,
+            &mut phases,
+        )?;
+        drop(parent);
+        let num_excluded = passages.num_excluded();
+        drop(passages);
 
-    let mut summary = RunSummary::from_stages(
-        run_id.clone(),
-        layout.run_dir(&run_id),
-        cfg,
-        &StageStats {
+        let mut summary = RunSummary::from_stages(
+            run_id.clone(),
+            layout.run_dir(&run_id),
+            cfg,
+            &StageStats {
+                ingest: &ingest_stats,
+                num_excluded,
+                link: &linked.stats,
+                graph: &graph.stats,
+                detected: &detected.detected,
+                lineage: &detected.lineage,
+                lineage_counts: &detected.lineage_counts,
+                warm_start: detected.warm_start,
+                reused_report_vectors: embedded.reused_report_vectors,
+                text_vectors: embedded.text_vectors,
+                reused_document_vectors: embedded.reused_document_vectors,
+            },
+            phases.seconds().clone(),
+        );
+        let inputs = PublishInputs {
+            corpus: &corpus,
+            flags: &flags,
             ingest: &ingest_stats,
-            num_excluded,
-            link: &linked.stats,
-            graph: &graph.stats,
-            detected: &detected.detected,
-            lineage: &detected.lineage,
-            lineage_counts: &detected.lineage_counts,
-            warm_start: detected.warm_start,
-            reused_report_vectors: embedded.reused_report_vectors,
-            text_vectors: embedded.text_vectors,
-            reused_document_vectors: embedded.reused_document_vectors,
-        },
-        phases.seconds().clone(),
-    );
-    let inputs = PublishInputs {
-        corpus: &corpus,
-        flags: &flags,
-        ingest: &ingest_stats,
-        linked,
-        graph,
-        detected,
-        reported,
-        embedded,
-    };
-    stages::publish::publish(cfg, sources, &layout, writer, &summary, inputs, &mut phases)?;
-    summary.seconds = phases.into_seconds();
-    Ok(summary)
+            linked,
+            graph,
+            detected,
+            reported,
+            embedded,
+        };
+        stages::publish::publish(
+            cfg,
+            sources,
+            &layout,
+            writer,
+            &summary,
+            inputs,
+            text_index,
+            &mut phases,
+        )?;
+        summary.seconds = phases.into_seconds();
+        Ok(summary)
+    })
 }

@@ -203,7 +203,7 @@ impl DocumentLinksWriter {
     ///
     /// # Errors
     /// Those of [`RunWriter::start_ipc`].
-    pub fn create(w: &mut RunWriter, link_fingerprint: &[u8; 32]) -> Result<Self> {
+    pub fn create(w: &RunWriter, link_fingerprint: &[u8; 32]) -> Result<Self> {
         let base = schema();
         let meta = HashMap::from([(
             META_LINK_FINGERPRINT.to_owned(),
@@ -266,7 +266,7 @@ impl DocumentLinksWriter {
     ///
     /// # Errors
     /// Those of [`IpcStream::write`] and [`RunWriter::finish_ipc`].
-    pub fn finish(mut self, w: &mut RunWriter) -> Result<usize> {
+    pub fn finish(mut self, w: &RunWriter) -> Result<usize> {
         self.flush()?;
         let rows = self.stream.rows();
         w.finish_ipc(self.stream)?;
@@ -448,13 +448,13 @@ mod tests {
         let run_id = new_run_id();
         let mut w = RunWriter::create(&layout, &run_id).unwrap();
         let fp = [1u8; 32];
-        let mut t = DocumentLinksWriter::create(&mut w, &fp).unwrap();
+        let mut t = DocumentLinksWriter::create(&w, &fp).unwrap();
         let n = BATCH_ROWS + 5;
         for i in 0..n {
             let key = document_key(&fp, &format!("document {i}"), &[]);
             t.push(&key, &sample(i as u32)).unwrap();
         }
-        assert_eq!(t.finish(&mut w).unwrap(), n);
+        assert_eq!(t.finish(&w).unwrap(), n);
         let identity = EmbedderIdentity {
             model: "test".into(),
             dim: 3,

@@ -28,8 +28,8 @@ use std::path::Path;
 pub use layout::{Layout, new_run_id};
 pub use manifest::{FileEntry, Manifest};
 pub use tables::{
-    RunColumns, RunData, RunLookups, passage_id, push_passage_id, write_run, write_run_columns,
-    write_run_columns_into,
+    BuiltTextIndex, PendingTextIndex, RunColumns, RunData, RunLookups, TextIndexJob, passage_id,
+    push_passage_id, write_run, write_run_columns, write_run_columns_into,
 };
 pub use writer::RunWriter;
 

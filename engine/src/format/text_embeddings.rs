@@ -85,7 +85,7 @@ impl TextEmbeddingsWriter {
     ///
     /// # Errors
     /// Those of [`RunWriter::start_ipc`].
-    pub fn create(w: &mut RunWriter, dim: usize) -> Result<Self> {
+    pub fn create(w: &RunWriter, dim: usize) -> Result<Self> {
         let schema = schema(dim);
         let stream = w.start_ipc(FILE, &schema)?;
         Ok(Self {
@@ -148,7 +148,7 @@ impl TextEmbeddingsWriter {
     ///
     /// # Errors
     /// Those of [`IpcStream::write`] and [`RunWriter::finish_ipc`].
-    pub fn finish(mut self, w: &mut RunWriter) -> Result<usize> {
+    pub fn finish(mut self, w: &RunWriter) -> Result<usize> {
         self.flush()?;
         let rows = self.stream.rows();
         w.finish_ipc(self.stream)?;
@@ -244,14 +244,14 @@ mod tests {
         let run_id = new_run_id();
         let mut w = RunWriter::create(&layout, &run_id).unwrap();
         let dim = 3;
-        let mut t = TextEmbeddingsWriter::create(&mut w, dim).unwrap();
+        let mut t = TextEmbeddingsWriter::create(&w, dim).unwrap();
         let n = BATCH_ROWS + 5;
         for i in 0..n {
             let v = [i as f32, -(i as f32), 0.5];
             t.push(&text_hash(&format!("text {i}")), &v).unwrap();
         }
         assert!(t.push(&text_hash("short"), &[1.0]).is_err());
-        assert_eq!(t.finish(&mut w).unwrap(), n);
+        assert_eq!(t.finish(&w).unwrap(), n);
         let m: Manifest = w
             .finish(
                 serde_json::json!({}),

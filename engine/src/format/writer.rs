@@ -5,6 +5,7 @@
 use std::fs::{self, File};
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard};
 
 use arrow_array::RecordBatch;
 use parquet::arrow::ArrowWriter;
@@ -34,10 +35,20 @@ pub struct RunWriter {
     layout: Layout,
     run_id: String,
     staging: PathBuf,
-    files: Vec<FileEntry>,
+    /// The files written so far (any order: the manifest sorts them by name), and the names
+    /// of those being written. Behind locks so that several threads can each write files of
+    /// the run at once (the methods that write take `&self`).
+    files: Mutex<Vec<FileEntry>>,
+    opened: Mutex<Vec<String>>,
     finished: bool,
     /// The manifest's `parent_run_id` and `next_community_id`.
     lineage: Option<(Option<String>, u32)>,
+}
+
+/// `m` locked; a lock poisoned by a panicking writer thread is taken as it is (the lists stay
+/// consistent: each change is one push).
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// A `Write` that hashes and counts what goes through it.
@@ -102,7 +113,8 @@ impl RunWriter {
             layout: layout.clone(),
             run_id: run_id.to_owned(),
             staging,
-            files: Vec::new(),
+            files: Mutex::new(Vec::new()),
+            opened: Mutex::new(Vec::new()),
             finished: false,
             lineage: None,
         })
@@ -122,8 +134,12 @@ impl RunWriter {
     }
 
     fn open_file(&self, name: &str) -> Result<(PathBuf, HashingWriter<BufWriter<File>>)> {
-        if self.files.iter().any(|f| f.name == name) || name == MANIFEST_FILE {
-            return Err(EngineError::Internal(format!("file {name} written twice")));
+        {
+            let mut opened = lock(&self.opened);
+            if opened.iter().any(|n| n == name) || name == MANIFEST_FILE {
+                return Err(EngineError::Internal(format!("file {name} written twice")));
+            }
+            opened.push(name.to_owned());
         }
         let path = self.staging.join(name);
         let file = File::create(&path).map_err(|e| EngineError::io(&path, e))?;
@@ -138,7 +154,7 @@ impl RunWriter {
     }
 
     fn close_file(
-        &mut self,
+        &self,
         name: &str,
         path: &Path,
         writer: HashingWriter<BufWriter<File>>,
@@ -154,7 +170,7 @@ impl RunWriter {
             .map_err(|e| EngineError::io(path, e.into_error()))?;
         fault_point(&format!("write:{name}"));
         file.sync_all().map_err(|e| EngineError::io(path, e))?;
-        self.files.push(FileEntry {
+        lock(&self.files).push(FileEntry {
             name: name.to_owned(),
             rows: rows as u64,
             bytes,
@@ -169,12 +185,7 @@ impl RunWriter {
     ///
     /// # Errors
     /// Those of [`RunWriter::write_parquet_batches`].
-    pub fn write_parquet(
-        &mut self,
-        name: &str,
-        batch: &RecordBatch,
-        sorted_by: &[&str],
-    ) -> Result<()> {
+    pub fn write_parquet(&self, name: &str, batch: &RecordBatch, sorted_by: &[&str]) -> Result<()> {
         self.write_parquet_batches(
             name,
             &batch.schema(),
@@ -195,7 +206,7 @@ impl RunWriter {
     /// The first error `batches` yields; [`EngineError::Io`] / [`EngineError::Parquet`] on
     /// write failures; [`EngineError::Internal`] for an unknown sort column.
     pub fn write_parquet_batches(
-        &mut self,
+        &self,
         name: &str,
         schema: &arrow_schema::SchemaRef,
         sorted_by: &[&str],
@@ -248,7 +259,7 @@ impl RunWriter {
     ///
     /// # Errors
     /// [`EngineError::Io`] / [`EngineError::Parquet`] on write failures.
-    pub fn write_ipc(&mut self, name: &str, batch: &RecordBatch) -> Result<()> {
+    pub fn write_ipc(&self, name: &str, batch: &RecordBatch) -> Result<()> {
         self.write_ipc_releasing(name, batch, &|_| {})
     }
 
@@ -260,7 +271,7 @@ impl RunWriter {
     /// # Errors
     /// As [`RunWriter::write_ipc`].
     pub fn write_ipc_releasing(
-        &mut self,
+        &self,
         name: &str,
         batch: &RecordBatch,
         release: &dyn Fn(&[u8]),
@@ -288,7 +299,7 @@ impl RunWriter {
     /// # Errors
     /// [`EngineError::Io`] when the file cannot be created; [`EngineError::Internal`] when a
     /// file of that name was written already.
-    pub fn start_ipc(&mut self, name: &str, schema: &arrow_schema::SchemaRef) -> Result<IpcStream> {
+    pub fn start_ipc(&self, name: &str, schema: &arrow_schema::SchemaRef) -> Result<IpcStream> {
         let (path, out) = self.open_file(name)?;
         let schema = self.with_run_metadata(schema);
         let writer = arrow_ipc::writer::FileWriter::try_new(out, &schema)
@@ -307,7 +318,7 @@ impl RunWriter {
     ///
     /// # Errors
     /// [`EngineError::Io`] / [`EngineError::Parquet`] on write failures.
-    pub fn finish_ipc(&mut self, stream: IpcStream) -> Result<()> {
+    pub fn finish_ipc(&self, stream: IpcStream) -> Result<()> {
         let IpcStream {
             name,
             path,
@@ -330,7 +341,7 @@ impl RunWriter {
     ///
     /// # Errors
     /// [`EngineError::Io`] when a file cannot be read or synced.
-    pub fn register_dir(&mut self, rel: &str) -> Result<()> {
+    pub fn register_dir(&self, rel: &str) -> Result<()> {
         fault_point(&format!("write:{rel}"));
         let dir = self.staging.join(rel);
         let mut names: Vec<String> = Vec::new();
@@ -355,7 +366,7 @@ impl RunWriter {
                 .metadata()
                 .map_err(|e| EngineError::io(&path, e))?
                 .len();
-            self.files.push(FileEntry {
+            lock(&self.files).push(FileEntry {
                 name: format!("{rel}/{n}"),
                 rows: 0,
                 bytes,
@@ -385,7 +396,7 @@ impl RunWriter {
         input_fingerprint: String,
         stats: serde_json::Value,
     ) -> Result<Manifest> {
-        let mut files = std::mem::take(&mut self.files);
+        let mut files = std::mem::take(&mut *lock(&self.files));
         files.sort_by(|a, b| a.name.cmp(&b.name));
         let manifest = Manifest {
             format_version: FORMAT_VERSION,

@@ -229,7 +229,7 @@ pub(crate) fn embed(
     passages: &PassageTable<'_>,
     reported: &Reported,
     reuse: Option<Reuse<'_>>,
-    w: &mut RunWriter,
+    w: &RunWriter,
     phases: &mut Phases,
 ) -> Result<Embedded> {
     let embedder = cfg.embedder.as_ref();

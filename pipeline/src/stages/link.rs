@@ -171,7 +171,7 @@ pub(crate) fn link_corpus(
     excluded_documents: &HashSet<String>,
     fingerprint: &[u8; 32],
     parent: Option<&StoredDocumentLinks>,
-    writer: &mut RunWriter,
+    writer: &RunWriter,
     bar: &ProgressBar,
 ) -> Result<(Linked, LinkReuse)> {
     let num_concepts = vocab.len();
@@ -407,7 +407,7 @@ pub(crate) fn link(
     passages: &PassageTable<'_>,
     excluded_documents: &HashSet<String>,
     parent_root: Option<&Layout>,
-    writer: &mut RunWriter,
+    writer: &RunWriter,
     phases: &mut Phases,
 ) -> Result<LinkOutput> {
     let len = Some(passages.len() as u64);

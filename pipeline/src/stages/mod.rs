@@ -28,6 +28,9 @@
 //!  RunSummary
 //! ```
 //!
+//! Beside the chain, from the end of ingest to publish, [`text_index`] builds the run's
+//! full-text index from the corpus on a thread of its own.
+//!
 //! A stage consumes what only it needs (the mentions and their occurrence counts end in
 //! `graph`, the CSR in `detect`, the report scratch in `report`, the passage vectors in
 //! `embed`), so memory held past a stage is what later stages read.
@@ -40,6 +43,7 @@ pub(crate) mod link;
 mod phases;
 pub(crate) mod publish;
 pub(crate) mod report;
+pub(crate) mod text_index;
 pub(crate) mod visibility;
 
 pub(crate) use phases::Phases;

@@ -1,7 +1,7 @@
 //! Stage 7, publish: the run's parameters, input fingerprint and statistics, then every table
 //! through [`crate::publish::publish`] (the engine's writer) and `LATEST`.
 
-use agrag_engine::format::{Layout, RunWriter};
+use agrag_engine::format::{Layout, PendingTextIndex, RunWriter};
 
 use crate::error::{PipelineError, Result};
 use crate::ingest::CorpusColumns;
@@ -100,7 +100,8 @@ fn manifest_stats(summary: &RunSummary, inputs: &PublishInputs<'_>) -> Result<se
 }
 
 /// Stage 7: writes the run `summary.run_id` under `layout` through `writer` (started by the
-/// embed stage) and moves `LATEST` to it. The
+/// embed stage), with the full-text index `text_index` built beside the stages, and moves
+/// `LATEST` to it. The
 /// summary's seconds are those of the phases before publishing (the manifest is written
 /// during it).
 ///
@@ -113,6 +114,7 @@ pub(crate) fn publish(
     writer: RunWriter,
     summary: &RunSummary,
     inputs: PublishInputs<'_>,
+    text_index: PendingTextIndex<'_>,
     phases: &mut Phases,
 ) -> Result<()> {
     let phase = phases.start("publish", None);
@@ -156,6 +158,7 @@ pub(crate) fn publish(
         report_vectors: embedded.report_vectors,
         document_embeddings: embedded.document_embeddings,
         embedder: embedded.identity,
+        text_index: Some(text_index),
     };
     crate::publish::publish(layout, writer, tables, parameters, fingerprint, stats)?;
     phases.finish(phase, &format!("run {} published", summary.run_id));

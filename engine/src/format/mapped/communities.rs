@@ -68,7 +68,7 @@ pub(crate) struct CommunityInput<'a> {
 ///
 /// # Errors
 /// [`crate::EngineError::Io`] / [`crate::EngineError::Parquet`] on write failures.
-pub(crate) fn write(w: &mut RunWriter, c: &CommunityInput<'_>) -> Result<()> {
+pub(crate) fn write(w: &RunWriter, c: &CommunityInput<'_>) -> Result<()> {
     let schema = schema();
     write_file(w, FILE, &schema, c.levels.len(), |range| {
         let rows = range.clone();

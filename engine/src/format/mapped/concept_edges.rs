@@ -38,7 +38,7 @@ pub fn schema() -> SchemaRef {
 /// # Errors
 /// [`crate::EngineError::Io`] / [`crate::EngineError::Parquet`] on write failures.
 pub(crate) fn write<'a>(
-    w: &mut RunWriter,
+    w: &RunWriter,
     rows: usize,
     edge: impl Fn(usize) -> (u32, u32, &'a str),
 ) -> Result<()> {

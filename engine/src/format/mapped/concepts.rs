@@ -87,7 +87,7 @@ impl ConceptColumns {
 /// # Errors
 /// [`crate::EngineError::Io`] / [`crate::EngineError::Parquet`] on write failures.
 pub(crate) fn write<'a>(
-    w: &mut RunWriter,
+    w: &RunWriter,
     rows: usize,
     concept: impl Fn(usize) -> (&'a str, &'a str),
 ) -> Result<()> {

@@ -75,7 +75,7 @@ impl DocumentColumns {
 ///
 /// # Errors
 /// [`crate::EngineError::Io`] / [`crate::EngineError::Parquet`] on write failures.
-pub(crate) fn write(w: &mut RunWriter, l: &dyn RunLookups) -> Result<()> {
+pub(crate) fn write(w: &RunWriter, l: &dyn RunLookups) -> Result<()> {
     let nd = l.num_documents();
     // Passages ascend by document, so each document's first row is found in one pass.
     let mut first = vec![0u32; nd + 1];

@@ -56,7 +56,7 @@ pub struct EntityColumns {
 /// # Errors
 /// [`crate::EngineError::Io`] / [`crate::EngineError::Parquet`] on write failures.
 pub(crate) fn write(
-    w: &mut RunWriter,
+    w: &RunWriter,
     entities: &[EntityRecord],
     mentions: &[(u32, u32, u32)],
 ) -> Result<()> {

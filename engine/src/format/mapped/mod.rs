@@ -94,7 +94,7 @@ pub(crate) fn u32_lists<'r>(rows: impl IntoIterator<Item = &'r [u32]>) -> Result
 /// # Errors
 /// Those of `columns`; [`EngineError::Io`] / [`EngineError::Parquet`] on write failures.
 pub(crate) fn write_file(
-    w: &mut super::RunWriter,
+    w: &super::RunWriter,
     name: &str,
     schema: &arrow_schema::SchemaRef,
     rows: usize,

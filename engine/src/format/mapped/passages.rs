@@ -47,7 +47,7 @@ pub struct PassageColumns {
 ///
 /// # Errors
 /// [`crate::EngineError::Io`] / [`crate::EngineError::Parquet`] on write failures.
-pub(crate) fn write(w: &mut RunWriter, l: &dyn RunLookups) -> Result<()> {
+pub(crate) fn write(w: &RunWriter, l: &dyn RunLookups) -> Result<()> {
     let schema = schema();
     write_file(w, FILE, &schema, l.num_passages(), |range| {
         let ps: Vec<_> = range.map(|p| l.passage(p as u32)).collect();

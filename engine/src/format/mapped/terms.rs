@@ -120,7 +120,7 @@ fn entries<'a, S: AsRef<str> + 'a>(
 /// # Errors
 /// [`crate::EngineError::Io`] / [`crate::EngineError::Parquet`] on write failures.
 pub(crate) fn write<'a, S: AsRef<str> + 'a>(
-    w: &mut RunWriter,
+    w: &RunWriter,
     num_concepts: usize,
     terms: impl Fn(u32) -> (&'a str, &'a [S]),
 ) -> Result<()> {

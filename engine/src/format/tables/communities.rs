@@ -61,11 +61,7 @@ pub struct CommunityRecord {
 /// # Errors
 /// [`EngineError::Internal`] when the batch cannot be built; [`EngineError::Io`] /
 /// [`EngineError::Parquet`] on write failures.
-pub(crate) fn write(
-    w: &mut RunWriter,
-    cs: &[CommunityRecord],
-    cid: &dyn Fn(u32) -> u32,
-) -> Result<()> {
+pub(crate) fn write(w: &RunWriter, cs: &[CommunityRecord], cid: &dyn Fn(u32) -> u32) -> Result<()> {
     let b = batch(
         schema(),
         vec![

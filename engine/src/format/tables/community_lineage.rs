@@ -116,7 +116,7 @@ pub struct LineageColumns {
 /// # Errors
 /// [`crate::EngineError::Internal`] when the batch cannot be built; [`crate::EngineError::Io`]
 /// / [`crate::EngineError::Parquet`] on write failures.
-pub(crate) fn write(w: &mut RunWriter, lineage: &LineageColumns) -> Result<()> {
+pub(crate) fn write(w: &RunWriter, lineage: &LineageColumns) -> Result<()> {
     let mut rows: Vec<&LineageRecord> = lineage.rows.iter().collect();
     rows.sort_by(|a, b| (a.community_id, a.event).cmp(&(b.community_id, b.event)));
     let mut predecessors = ListBuilder::new(UInt32Builder::new()).with_field(Arc::new(Field::new(

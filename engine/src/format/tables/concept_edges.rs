@@ -37,11 +37,7 @@ pub(crate) fn sort(edges: &mut Vec<(u32, u32, &str)>, rank: &[u32]) {
 ///
 /// # Errors
 /// [`crate::EngineError::Io`] / [`crate::EngineError::Parquet`] on write failures.
-pub(crate) fn write(
-    w: &mut RunWriter,
-    l: &dyn RunLookups,
-    edges: &[(u32, u32, &str)],
-) -> Result<()> {
+pub(crate) fn write(w: &RunWriter, l: &dyn RunLookups, edges: &[(u32, u32, &str)]) -> Result<()> {
     let schema = schema();
     w.write_parquet_batches(
         FILE,

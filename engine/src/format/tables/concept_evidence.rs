@@ -51,7 +51,7 @@ pub fn schema() -> SchemaRef {
 /// # Errors
 /// [`EngineError::Io`] / [`EngineError::Parquet`] on write failures.
 pub(crate) fn write(
-    w: &mut RunWriter,
+    w: &RunWriter,
     l: &dyn RunLookups,
     mut rows: Vec<(u32, u32, u32, Option<u32>)>,
     rank: &[u32],

@@ -49,7 +49,7 @@ pub fn schema() -> SchemaRef {
 /// [`EngineError::Internal`] when the rows are not sorted; [`EngineError::Io`] on write
 /// failures.
 pub(crate) fn write(
-    w: &mut RunWriter,
+    w: &RunWriter,
     lookups: &dyn RunLookups,
     rows: &[(&str, u32, u32)],
     rank: &[u32],

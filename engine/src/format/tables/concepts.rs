@@ -47,7 +47,7 @@ pub struct ConceptRecord {
 ///
 /// # Errors
 /// [`EngineError::Io`] / [`EngineError::Parquet`] on write failures.
-pub(crate) fn write(w: &mut RunWriter, l: &dyn RunLookups, concepts: &[u32]) -> Result<()> {
+pub(crate) fn write(w: &RunWriter, l: &dyn RunLookups, concepts: &[u32]) -> Result<()> {
     let schema = schema();
     w.write_parquet_batches(
         FILE,

@@ -43,11 +43,7 @@ pub(crate) fn sort<'a>(rows: &mut Vec<(&'a str, u32, u32)>, rank: &[u32]) {
 ///
 /// # Errors
 /// [`EngineError::Io`] / [`EngineError::Parquet`] on write failures.
-pub(crate) fn write(
-    w: &mut RunWriter,
-    l: &dyn RunLookups,
-    rows: &[(&str, u32, u32)],
-) -> Result<()> {
+pub(crate) fn write(w: &RunWriter, l: &dyn RunLookups, rows: &[(&str, u32, u32)]) -> Result<()> {
     let schema = schema();
     w.write_parquet_batches(
         FILE,

@@ -41,7 +41,7 @@ pub fn schema(dim: usize) -> SchemaRef {
 /// [`crate::EngineError::Internal`] for a wrong embedding length; [`crate::EngineError::Io`] /
 /// [`crate::EngineError::Parquet`] on write failures.
 pub(crate) fn write(
-    w: &mut RunWriter,
+    w: &RunWriter,
     l: &dyn RunLookups,
     values: RowBuffer,
     dim: usize,

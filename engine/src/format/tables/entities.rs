@@ -55,7 +55,7 @@ pub struct EntityRecord {
 ///
 /// # Errors
 /// [`EngineError::Io`] / [`EngineError::Parquet`] on write failures.
-pub(crate) fn write(w: &mut RunWriter, es: &[EntityRecord]) -> Result<()> {
+pub(crate) fn write(w: &RunWriter, es: &[EntityRecord]) -> Result<()> {
     let schema = schema();
     w.write_parquet_batches(
         FILE,

@@ -61,7 +61,7 @@ pub struct MembershipRecord {
 /// # Errors
 /// [`EngineError::Io`] / [`EngineError::Parquet`] on write failures.
 pub(crate) fn write(
-    w: &mut RunWriter,
+    w: &RunWriter,
     run_id: &str,
     rows: &[MembershipRecord],
     cid: &dyn Fn(u32) -> u32,

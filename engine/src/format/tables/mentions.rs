@@ -40,7 +40,7 @@ pub(crate) fn sort(rows: &mut [(u32, u32, u32)], passage_rank: &[u32]) {
 ///
 /// # Errors
 /// [`EngineError::Io`] / [`EngineError::Parquet`] on write failures.
-pub(crate) fn write(w: &mut RunWriter, l: &dyn RunLookups, rows: &[(u32, u32, u32)]) -> Result<()> {
+pub(crate) fn write(w: &RunWriter, l: &dyn RunLookups, rows: &[(u32, u32, u32)]) -> Result<()> {
     let schema = schema();
     w.write_parquet_batches(
         FILE,

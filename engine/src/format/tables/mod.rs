@@ -362,6 +362,55 @@ pub struct RunColumns<'a> {
     pub report_embeddings: ReportVectors,
     /// Document embeddings, row-major, `documents × dim` (same embedder).
     pub document_embeddings: RowBuffer,
+    /// The full-text index: `None` builds it from `lookups` on a thread of its own beside the
+    /// tables; `Some` waits, once the tables are written, for the one the caller builds
+    /// elsewhere with a [`TextIndexJob`] of the same writer.
+    pub text_index: Option<PendingTextIndex<'a>>,
+}
+
+/// The wait for a full-text index a caller builds off the writer's thread (see
+/// [`RunColumns::text_index`]): called, it returns the job's outcome. Dropped uncalled (a
+/// table failed, or the columns were rejected), it must stop the build and wait for it before
+/// it returns: the writer then removes the staging folder the index is written into.
+pub type PendingTextIndex<'a> = Box<dyn FnOnce() -> Result<BuiltTextIndex> + Send + 'a>;
+
+/// Builds a run's full-text index (`text_index/`, see [`crate::text`]) in its staging folder
+/// on any thread, so that a caller can build it while its other stages run: the index needs
+/// only the documents' titles and passages, and tantivy indexes on one thread. Made by
+/// [`TextIndexJob::new`] from the run's writer; hand the result to
+/// [`RunColumns::text_index`].
+#[derive(Debug)]
+pub struct TextIndexJob {
+    dir: std::path::PathBuf,
+}
+
+/// Proof that [`TextIndexJob::build`] completed the full-text index of the run whose staging
+/// folder is `dir`.
+#[derive(Debug)]
+pub struct BuiltTextIndex {
+    dir: std::path::PathBuf,
+}
+
+impl TextIndexJob {
+    /// The job of the run `w` writes.
+    pub fn new(w: &RunWriter) -> Self {
+        Self {
+            dir: w.staging_dir().join(crate::text::TEXT_INDEX_DIR),
+        }
+    }
+
+    /// Indexes `documents`: `(title, passages)` of every document, in the order of the run's
+    /// document rows (the index names each document by its row), passages in row order.
+    ///
+    /// # Errors
+    /// Those of [`crate::text::build_text_index`].
+    pub fn build<'t>(
+        self,
+        documents: impl IntoIterator<Item = (&'t str, Vec<&'t str>)>,
+    ) -> Result<BuiltTextIndex> {
+        crate::text::build_text_index(&self.dir, documents)?;
+        Ok(BuiltTextIndex { dir: self.dir })
+    }
 }
 
 impl std::fmt::Debug for RunColumns<'_> {
@@ -540,22 +589,45 @@ pub fn write_run_columns_into(
     stats: serde_json::Value,
 ) -> Result<Manifest> {
     let dim = embedder.dim;
+    let mut cols = cols;
+    // Dropped (and so stopped) on any error below, before `w` removes the staging folder.
+    let pending = cols.text_index.take();
     check(&cols, dim)?;
     let lookups = cols.lookups;
     let text_dir = w.staging_dir().join(crate::text::TEXT_INDEX_DIR);
-    // The full-text index reads only the lookups: it is built on its own thread beside the
-    // tables (tantivy's single indexing thread would otherwise leave a core idle for most of
-    // its build), and listed in the manifest after them.
-    let (tables, text_index) = std::thread::scope(|s| {
-        let text_index = s.spawn(|| write_text_index(&text_dir, lookups));
-        let tables = write_tables(&mut w, cols, embedder);
-        (tables, text_index.join())
-    });
+    let (tables, text_index) = match pending {
+        // The full-text index reads only the lookups: it is built on its own thread beside
+        // the tables (tantivy's single indexing thread would otherwise leave a core idle for
+        // most of its build), and listed in the manifest after them.
+        None => std::thread::scope(|s| {
+            let text_index = s.spawn(|| write_text_index(&text_dir, lookups));
+            let tables = write_tables(&w, cols, embedder);
+            let text_index = text_index
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            (tables, text_index)
+        }),
+        Some(pending) => {
+            let lineage = write_tables(&w, cols, embedder)?;
+            let text_index = pending().and_then(|built| {
+                if built.dir == text_dir {
+                    Ok(())
+                } else {
+                    Err(EngineError::Internal(format!(
+                        "the full-text index was built in {}, not in this run's {}",
+                        built.dir.display(),
+                        text_dir.display()
+                    )))
+                }
+            });
+            (Ok(lineage), text_index)
+        }
+    };
     let lineage = tables?;
-    text_index.unwrap_or_else(|panic| std::panic::resume_unwind(panic))?;
+    text_index?;
     w.register_dir(crate::text::TEXT_INDEX_DIR)?;
     if let Some(lineage) = lineage {
-        community_lineage::write(&mut w, &lineage)?;
+        community_lineage::write(&w, &lineage)?;
         w.set_lineage(lineage.parent_run_id, lineage.next_community_id);
     }
     w.finish(parameters, embedder.clone(), input_fingerprint, stats)
@@ -564,7 +636,7 @@ pub fn write_run_columns_into(
 /// Every table of `cols` but the text index and the lineage (returned for the caller to write
 /// last), in the writer's order.
 fn write_tables(
-    w: &mut RunWriter,
+    w: &RunWriter,
     cols: RunColumns<'_>,
     embedder: &EmbedderIdentity,
 ) -> Result<Option<LineageColumns>> {
@@ -587,6 +659,7 @@ fn write_tables(
         report_sources,
         report_embeddings: re,
         document_embeddings,
+        text_index: _,
     } = cols;
     // The public id of community row `c`.
     let cid = |c: u32| -> u32 {
@@ -596,62 +669,77 @@ fn write_tables(
             community_ids[c as usize]
         }
     };
-    documents::write(w, l)?;
-    super::mapped::documents::write(w, l)?;
-    passages::write(w, l)?;
-    super::mapped::passages::write(w, l)?;
+    // Two groups of files, written at once: the tables of strings and integers, and the
+    // vectors with their IVF index (which alone take about half of the writing's CPU time
+    // at 10⁵ documents). The IVF's k-means is parallel too, and takes the first group's
+    // thread once that group is done.
+    let (tables, vectors) = rayon::join(
+        || -> Result<()> {
+            documents::write(w, l)?;
+            super::mapped::documents::write(w, l)?;
+            passages::write(w, l)?;
+            super::mapped::passages::write(w, l)?;
 
-    // Every table naming a concept is sorted by concept id: one rank per concept index.
-    let num_concepts = concepts
-        .iter()
-        .chain(concept_edges.iter().flat_map(|e| [&e.0, &e.1]))
-        .chain(document_concepts.iter().map(|r| &r.2))
-        .chain(concept_evidence.iter().map(|r| &r.1))
-        .map(|&c| c as usize + 1)
-        .max()
-        .unwrap_or(0);
-    let rank = concept_ranks(l, num_concepts);
-    // Stable, as the rows of equal ids keep their given order.
-    concepts.sort_by_key(|&c| rank[c as usize]);
-    concepts::write(w, l, &concepts)?;
-    write_mapped_concepts(w, l, &concepts)?;
-    concept_edges::sort(&mut concept_edges, &rank);
-    write_mapped_concept_edges(w, l, &concepts, &concept_edges, num_concepts)?;
-    concept_edges::write(w, l, &concept_edges)?;
-    document_concepts::sort(&mut document_concepts, &rank);
-    document_concepts::write(w, l, &document_concepts)?;
-    concept_postings::write(w, l, &document_concepts, &rank)?;
-    drop(document_concepts);
+            // Every table naming a concept is sorted by concept id: one rank per concept index.
+            let num_concepts = concepts
+                .iter()
+                .chain(concept_edges.iter().flat_map(|e| [&e.0, &e.1]))
+                .chain(document_concepts.iter().map(|r| &r.2))
+                .chain(concept_evidence.iter().map(|r| &r.1))
+                .map(|&c| c as usize + 1)
+                .max()
+                .unwrap_or(0);
+            let rank = concept_ranks(l, num_concepts);
+            // Stable, as the rows of equal ids keep their given order.
+            concepts.sort_by_key(|&c| rank[c as usize]);
+            concepts::write(w, l, &concepts)?;
+            write_mapped_concepts(w, l, &concepts)?;
+            concept_edges::sort(&mut concept_edges, &rank);
+            write_mapped_concept_edges(w, l, &concepts, &concept_edges, num_concepts)?;
+            concept_edges::write(w, l, &concept_edges)?;
+            document_concepts::sort(&mut document_concepts, &rank);
+            document_concepts::write(w, l, &document_concepts)?;
+            concept_postings::write(w, l, &document_concepts, &rank)?;
+            drop(document_concepts);
 
-    // Likewise by passage id: concept_evidence, mentions and report_sources.
-    let prank = passage_ranks(l);
-    concept_evidence::write(w, l, concept_evidence, &rank, &prank)?;
-    entities::write(w, &es)?;
-    mentions::sort(&mut mentions, &prank);
-    super::mapped::entities::write(w, &es, &mentions)?;
-    mentions::write(w, l, &mentions)?;
-    drop(mentions);
-    relationships::write(w, rel)?;
-    communities::write(w, &cs, &cid)?;
-    membership::write(w, &run_id, &rows, &cid)?;
-    reports::write(w, &r, &cid)?;
-    drop(r);
-    write_mapped_communities(w, &cs, &rows, &report_sources, &cid)?;
-    report_sources::write(w, l, report_sources, &prank, &cid)?;
-    drop(prank);
+            // Likewise by passage id: concept_evidence, mentions and report_sources.
+            let prank = passage_ranks(l);
+            concept_evidence::write(w, l, concept_evidence, &rank, &prank)?;
+            entities::write(w, &es)?;
+            mentions::sort(&mut mentions, &prank);
+            super::mapped::entities::write(w, &es, &mentions)?;
+            mentions::write(w, l, &mentions)?;
+            drop(mentions);
+            relationships::write(w, rel)?;
+            communities::write(w, &cs, &cid)?;
+            membership::write(w, &run_id, &rows, &cid)?;
+            reports::write(w, &r, &cid)?;
+            drop(r);
+            write_mapped_communities(w, &cs, &rows, &report_sources, &cid)?;
+            report_sources::write(w, l, report_sources, &prank, &cid)?;
+            drop(prank);
 
-    let (vectors, vector_communities) = report_embeddings::write(w, re, cs.len(), &cid, dim)?;
-    if embedder.normalized {
-        report_ivf::write(w, &vectors, &vector_communities, dim)?;
-    }
-    drop(vectors);
-    document_embeddings::write(w, l, document_embeddings, dim)?;
+            Ok(())
+        },
+        || -> Result<()> {
+            let (vectors, vector_communities) =
+                report_embeddings::write(w, re, cs.len(), &cid, dim)?;
+            if embedder.normalized {
+                report_ivf::write(w, &vectors, &vector_communities, dim)?;
+            }
+            drop(vectors);
+            document_embeddings::write(w, l, document_embeddings, dim)?;
+            Ok(())
+        },
+    );
+    tables?;
+    vectors?;
     Ok(lineage)
 }
 
 /// The engine's concept rows and term index, mapped: the rows of `concepts.parquet`
 /// (`concepts`, sorted by id).
-fn write_mapped_concepts(w: &mut RunWriter, l: &dyn RunLookups, concepts: &[u32]) -> Result<()> {
+fn write_mapped_concepts(w: &RunWriter, l: &dyn RunLookups, concepts: &[u32]) -> Result<()> {
     super::mapped::concepts::write(w, concepts.len(), |r| {
         (l.concept_id(concepts[r]), l.preferred_term(concepts[r]))
     })?;
@@ -669,7 +757,7 @@ fn write_mapped_concepts(w: &mut RunWriter, l: &dyn RunLookups, concepts: &[u32]
 /// [`EngineError::Internal`] for an edge naming a concept `concepts` lacks; as
 /// [`write_run_columns`].
 fn write_mapped_concept_edges(
-    w: &mut RunWriter,
+    w: &RunWriter,
     l: &dyn RunLookups,
     concepts: &[u32],
     edges: &[(u32, u32, &str)],
@@ -699,7 +787,7 @@ fn write_mapped_concept_edges(
 /// members (from the `membership` rows) and quoted passages (from the `report_sources` rows)
 /// by community row, ascending.
 fn write_mapped_communities(
-    w: &mut RunWriter,
+    w: &RunWriter,
     cs: &[CommunityRecord],
     membership: &[MembershipRecord],
     report_sources: &[(u32, u32)],
@@ -807,7 +895,7 @@ const VECTOR_BATCH_ROWS: usize = 4 * 1024;
 /// a row) to Parquet file `name` in slices of [`VECTOR_BATCH_ROWS`] rows (zero-copy views of
 /// `b`), releasing each slice of a mapped matrix once it is encoded.
 fn write_vectors(
-    w: &mut RunWriter,
+    w: &RunWriter,
     name: &str,
     b: &RecordBatch,
     sorted_by: &str,
@@ -994,6 +1082,7 @@ pub fn write_run<'a>(
             communities: data.report_embedding_communities.clone(),
         },
         document_embeddings: data.document_embeddings.clone().into(),
+        text_index: None,
     };
     write_run_columns(
         layout,

@@ -50,7 +50,7 @@ pub struct PassageRecord {
 ///
 /// # Errors
 /// [`EngineError::Io`] / [`EngineError::Parquet`] on write failures.
-pub(crate) fn write(w: &mut RunWriter, l: &dyn RunLookups) -> Result<()> {
+pub(crate) fn write(w: &RunWriter, l: &dyn RunLookups) -> Result<()> {
     let schema = schema();
     w.write_parquet_batches(
         FILE,

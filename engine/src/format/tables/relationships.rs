@@ -34,7 +34,7 @@ pub fn schema() -> SchemaRef {
 ///
 /// # Errors
 /// [`EngineError::Io`] / [`EngineError::Parquet`] on write failures.
-pub(crate) fn write(w: &mut RunWriter, rel: &[(u32, u32, f64)]) -> Result<()> {
+pub(crate) fn write(w: &RunWriter, rel: &[(u32, u32, f64)]) -> Result<()> {
     let schema = schema();
     w.write_parquet_batches(
         FILE,

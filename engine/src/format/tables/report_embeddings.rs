@@ -58,7 +58,7 @@ pub struct ReportVectors {
 /// [`EngineError::Internal`] for a wrong embedding length; [`EngineError::Io`] /
 /// [`EngineError::Parquet`] on write failures.
 pub(crate) fn write(
-    w: &mut RunWriter,
+    w: &RunWriter,
     re: ReportVectors,
     num_communities: usize,
     cid: &dyn Fn(u32) -> u32,

@@ -70,7 +70,7 @@ pub fn lists_schema(dim: usize) -> SchemaRef {
 /// [`EngineError::Internal`] when a batch cannot be built; [`EngineError::Io`] on write
 /// failures.
 pub(crate) fn write(
-    w: &mut RunWriter,
+    w: &RunWriter,
     vectors: &RowBuffer,
     communities: &[u32],
     dim: usize,

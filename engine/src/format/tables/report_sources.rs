@@ -34,7 +34,7 @@ pub fn schema() -> SchemaRef {
 /// # Errors
 /// [`EngineError::Io`] / [`EngineError::Parquet`] on write failures.
 pub(crate) fn write(
-    w: &mut RunWriter,
+    w: &RunWriter,
     l: &dyn RunLookups,
     mut rows: Vec<(u32, u32)>,
     passage_rank: &[u32],

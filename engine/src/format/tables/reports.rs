@@ -61,7 +61,7 @@ pub struct ReportRecord {
 ///
 /// # Errors
 /// [`EngineError::Io`] / [`EngineError::Parquet`] on write failures.
-pub(crate) fn write(w: &mut RunWriter, r: &[ReportRecord], cid: &dyn Fn(u32) -> u32) -> Result<()> {
+pub(crate) fn write(w: &RunWriter, r: &[ReportRecord], cid: &dyn Fn(u32) -> u32) -> Result<()> {
     let schema = schema();
     w.write_parquet_batches(
         FILE,
