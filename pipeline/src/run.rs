@@ -438,17 +438,9 @@ fn run_in_pool(cfg: &RunConfig, sources: &Sources) -> Result<RunSummary> {
             detected,
             reported,
             embedded,
-        };
-        stages::publish::publish(
-            cfg,
-            sources,
-            &layout,
-            writer,
-            &summary,
-            inputs,
             text_index,
-            &mut phases,
-        )?;
+        };
+        stages::publish::publish(cfg, sources, &layout, writer, &summary, inputs, &mut phases)?;
         summary.seconds = phases.into_seconds();
         Ok(summary)
     })

@@ -446,7 +446,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let layout = Layout::new(dir.path());
         let run_id = new_run_id();
-        let mut w = RunWriter::create(&layout, &run_id).unwrap();
+        let w = RunWriter::create(&layout, &run_id).unwrap();
         let fp = [1u8; 32];
         let mut t = DocumentLinksWriter::create(&w, &fp).unwrap();
         let n = BATCH_ROWS + 5;

@@ -242,7 +242,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let layout = Layout::new(dir.path());
         let run_id = new_run_id();
-        let mut w = RunWriter::create(&layout, &run_id).unwrap();
+        let w = RunWriter::create(&layout, &run_id).unwrap();
         let dim = 3;
         let mut t = TextEmbeddingsWriter::create(&w, dim).unwrap();
         let n = BATCH_ROWS + 5;

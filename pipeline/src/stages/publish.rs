@@ -18,7 +18,6 @@ use crate::stages::report::Reported;
 use crate::stages::visibility::RunFlags;
 
 /// Everything the stages before produced that the snapshot holds.
-#[derive(Debug)]
 pub(crate) struct PublishInputs<'a> {
     /// The corpus, documents sorted by key.
     pub(crate) corpus: &'a CorpusColumns,
@@ -36,6 +35,8 @@ pub(crate) struct PublishInputs<'a> {
     pub(crate) reported: Reported,
     /// The vectors.
     pub(crate) embedded: Embedded,
+    /// The full-text index, built beside the stages ([`crate::stages::text_index`]).
+    pub(crate) text_index: PendingTextIndex<'a>,
 }
 
 /// The run's input fingerprint: BLAKE3 over the corpus's and the vocabulary's digests and the
@@ -100,8 +101,7 @@ fn manifest_stats(summary: &RunSummary, inputs: &PublishInputs<'_>) -> Result<se
 }
 
 /// Stage 7: writes the run `summary.run_id` under `layout` through `writer` (started by the
-/// embed stage), with the full-text index `text_index` built beside the stages, and moves
-/// `LATEST` to it. The
+/// embed stage), with the full-text index built beside the stages, and moves `LATEST` to it. The
 /// summary's seconds are those of the phases before publishing (the manifest is written
 /// during it).
 ///
@@ -114,7 +114,6 @@ pub(crate) fn publish(
     writer: RunWriter,
     summary: &RunSummary,
     inputs: PublishInputs<'_>,
-    text_index: PendingTextIndex<'_>,
     phases: &mut Phases,
 ) -> Result<()> {
     let phase = phases.start("publish", None);
@@ -129,6 +128,7 @@ pub(crate) fn publish(
         detected,
         reported,
         embedded,
+        text_index,
         ..
     } = inputs;
     // What only the vectors needed goes before the writer allocates.

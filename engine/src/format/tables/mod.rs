@@ -374,7 +374,8 @@ pub struct RunColumns<'a> {
 /// it returns: the writer then removes the staging folder the index is written into.
 pub type PendingTextIndex<'a> = Box<dyn FnOnce() -> Result<BuiltTextIndex> + Send + 'a>;
 
-/// Builds a run's full-text index (`text_index/`, see [`crate::text`]) in its staging folder
+/// Builds a run's full-text index (`text_index/`, a tantivy BM25 index of each document's
+/// title and passages) in its staging folder
 /// on any thread, so that a caller can build it while its other stages run: the index needs
 /// only the documents' titles and passages, and tantivy indexes on one thread. Made by
 /// [`TextIndexJob::new`] from the run's writer; hand the result to
@@ -403,7 +404,8 @@ impl TextIndexJob {
     /// document rows (the index names each document by its row), passages in row order.
     ///
     /// # Errors
-    /// Those of [`crate::text::build_text_index`].
+    /// [`EngineError::Io`] when the index's folder cannot be created; [`EngineError::Parquet`]
+    /// (`text index build`) when tantivy cannot write it.
     pub fn build<'t>(
         self,
         documents: impl IntoIterator<Item = (&'t str, Vec<&'t str>)>,
@@ -634,7 +636,7 @@ pub fn write_run_columns_into(
 }
 
 /// Every table of `cols` but the text index and the lineage (returned for the caller to write
-/// last), in the writer's order.
+/// last), in two groups written at once on the current Rayon pool.
 fn write_tables(
     w: &RunWriter,
     cols: RunColumns<'_>,
