@@ -3,8 +3,6 @@
 //! rows at a time and streams it into its files (the contract is written down once, in the
 //! engine), then move `LATEST`.
 
-use std::sync::atomic::{AtomicU64, Ordering};
-
 use agrag_engine::embed::EmbedderIdentity;
 use agrag_engine::format::tables::{
     CommunityRecord, DocumentFields, EntityRecord, LineageColumns, MembershipRecord, ReportRecord,
@@ -15,7 +13,7 @@ use agrag_engine::format::{
 };
 
 use crate::error::{PipelineError, Result};
-use crate::ingest::CorpusColumns;
+use crate::ingest::{CorpusColumns, ReleasingReader};
 use crate::leiden::Hierarchy;
 use crate::link::{SUBCLASS_OF, Vocabulary};
 use crate::report::Report;
@@ -81,19 +79,15 @@ impl std::fmt::Debug for RunTables<'_> {
     }
 }
 
-/// Passage text handed to the writers between two releases of the corpus's mapped pages.
-const RELEASE_BYTES: u64 = 64 << 20;
-
 /// The corpus and vocabulary as the engine's writer reads them: by document, passage row and
 /// concept index, borrowing every string.
 struct CorpusLookups<'a> {
     corpus: &'a CorpusColumns,
     linked: &'a [bool],
     vocabulary: &'a Vocabulary,
-    /// Passage text handed out since the corpus's pages were last released: the writers read
-    /// every passage (the passage table, the text index), and what they have read leaves the
-    /// resident set every [`RELEASE_BYTES`].
-    handed_out: AtomicU64,
+    /// The passages' text: the writers read every passage (the passage tables, the text
+    /// index when it is built at publish), and what they have read leaves the resident set.
+    passages: ReleasingReader<'a>,
 }
 
 impl RunLookups for CorpusLookups<'_> {
@@ -118,15 +112,7 @@ impl RunLookups for CorpusLookups<'_> {
         // their first row with the next one, and own no row).
         let first = self.corpus.first_passages();
         let d = first.partition_point(|&f| f <= p) - 1;
-        let text = self.corpus.passage(p as usize);
-        let before = self
-            .handed_out
-            .fetch_add(text.len() as u64, Ordering::Relaxed);
-        if before / RELEASE_BYTES != (before + text.len() as u64) / RELEASE_BYTES {
-            // Pages a reader still needs fault in again; nothing is lost.
-            self.corpus.release_passages();
-        }
-        (d as u32, p - first[d], text)
+        (d as u32, p - first[d], self.passages.passage(p as usize))
     }
     fn concept_id(&self, c: u32) -> &str {
         &self.vocabulary.concepts[c as usize].id
@@ -167,7 +153,7 @@ pub fn publish(
         corpus: tables.corpus,
         linked: &tables.document_linked,
         vocabulary: tables.vocabulary,
-        handed_out: AtomicU64::new(0),
+        passages: ReleasingReader::new(tables.corpus),
     };
     let vocab = tables.vocabulary;
     let cols = RunColumns {

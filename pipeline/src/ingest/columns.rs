@@ -12,6 +12,7 @@
 
 use std::ops::Range;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use agrag_engine::format::staged::{TextColumn, TextColumnBuilder};
 
@@ -120,6 +121,40 @@ impl CorpusColumns {
     /// pages; nothing on the heap). A stage reading every passage calls it between batches.
     pub fn release_passages(&self) {
         self.passages.release();
+    }
+}
+
+/// Passage text a [`ReleasingReader`] reads between two releases of the corpus's mapped pages.
+const RELEASE_BYTES: u64 = 64 << 20;
+
+/// Reads the passages of a corpus for a reader that goes through every passage without chunks
+/// of its own (the writers at publish, the full-text index): every [`RELEASE_BYTES`] of text
+/// handed out, the pages read leave the resident set ([`CorpusColumns::release_passages`];
+/// pages a reader still needs fault in again, nothing is lost). Shared between threads.
+#[derive(Debug)]
+pub(crate) struct ReleasingReader<'a> {
+    corpus: &'a CorpusColumns,
+    handed_out: AtomicU64,
+}
+
+impl<'a> ReleasingReader<'a> {
+    /// A reader of `corpus`'s passages, nothing handed out yet.
+    pub(crate) fn new(corpus: &'a CorpusColumns) -> Self {
+        Self {
+            corpus,
+            handed_out: AtomicU64::new(0),
+        }
+    }
+
+    /// The text of passage row `row` (see [`CorpusColumns::passage`]).
+    pub(crate) fn passage(&self, row: usize) -> &'a str {
+        let text = self.corpus.passage(row);
+        let len = text.len() as u64;
+        let before = self.handed_out.fetch_add(len, Ordering::Relaxed);
+        if before / RELEASE_BYTES != (before + len) / RELEASE_BYTES {
+            self.corpus.release_passages();
+        }
+        text
     }
 }
 

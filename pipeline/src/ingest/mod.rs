@@ -47,6 +47,7 @@ mod table;
 
 pub use columns::CorpusColumns;
 pub(crate) use columns::CorpusColumnsBuilder;
+pub(crate) use columns::ReleasingReader;
 
 /// The format of a documents file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -15,10 +15,7 @@ use std::time::Instant;
 use agrag_engine::EngineError;
 use agrag_engine::format::{BuiltTextIndex, PendingTextIndex, TextIndexJob};
 
-use crate::ingest::CorpusColumns;
-
-/// Passage text read between two releases of the corpus's mapped pages.
-const RELEASE_BYTES: usize = 64 << 20;
+use crate::ingest::{CorpusColumns, ReleasingReader};
 
 /// Starts building the full-text index of `corpus` through `job` on a thread of `scope`, and
 /// returns the wait for it, for [`RunColumns::text_index`](agrag_engine::format::RunColumns).
@@ -67,9 +64,8 @@ impl Drop for TextIndexThread<'_> {
 }
 
 /// Builds the full-text index of `corpus` through `job`, document rows in order. Stops
-/// early, with an error, once `cancel` is set. Every [`RELEASE_BYTES`] of passage text read,
-/// the corpus's mapped pages leave the resident set, as in the other stages that read every
-/// passage.
+/// early, with an error, once `cancel` is set. The passages are read through a
+/// [`ReleasingReader`], so what the index has read leaves the resident set.
 ///
 /// # Errors
 /// Those of [`TextIndexJob::build`]; [`EngineError::Internal`] when cancelled.
@@ -92,16 +88,11 @@ fn build(
     ) {
         tracing::debug!(error = ?e, "full-text index: idle priority refused, built at normal priority");
     }
-    let mut read = 0usize;
+    let reader = ReleasingReader::new(corpus);
     let documents = (0..corpus.num_documents())
         .take_while(|_| !cancel.load(Ordering::Relaxed))
         .map(|d| {
-            let passages: Vec<&str> = corpus.passage_rows(d).map(|p| corpus.passage(p)).collect();
-            let bytes: usize = passages.iter().map(|p| p.len()).sum();
-            if read / RELEASE_BYTES != (read + bytes) / RELEASE_BYTES {
-                corpus.release_passages();
-            }
-            read += bytes;
+            let passages: Vec<&str> = corpus.passage_rows(d).map(|p| reader.passage(p)).collect();
             (corpus.title(d), passages)
         });
     let built = job.build(documents)?;
